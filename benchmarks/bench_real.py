@@ -41,9 +41,11 @@ from distsim.real.calibrate import (
     DEVICE_PRESET,
     INTER_LINK_PRESET,
     INTRA_LINK_PRESET,
+    DEFAULT_WORKERS,
     fit,
     measure_collective,
     measure_local,
+    measure_ps,
     workload_preset_name,
     write_presets,
 )
@@ -101,7 +103,7 @@ def main() -> int:
     rng = np.random.default_rng(args.seed)
     measured: dict[str, list] = {label: [] for label, *_ in CONFIGS}
     beside: dict[str, list] = {label: [] for label, *_ in CONFIGS}  # one-device run next to each run
-    local_rounds, collective_rounds = [], []
+    local_rounds, collective_rounds, ps_rounds = [], [], []
     work = Path(tempfile.mkdtemp(prefix="bench-real-"))
     jobs = [("calibrate", None)] + [(label, cfg) for label, *cfg in CONFIGS]
     baseline_cfg = CONFIGS[0][1:]
@@ -110,7 +112,9 @@ def main() -> int:
             label, cfg = jobs[i]
             if cfg is None:
                 local_rounds.append(measure_local(args.workload, work / f"local{r}"))
-                collective_rounds.append(measure_collective(args.workload, work / f"coll{r}", workers=2))
+                for w in DEFAULT_WORKERS:
+                    collective_rounds.append(measure_collective(args.workload, work / f"coll{r}-{w}", workers=w))
+                ps_rounds.append(measure_ps(args.workload))
             else:
                 # Load drifts within seconds on a shared machine: measure the
                 # baseline right before every configuration, in a random order.
@@ -119,7 +123,7 @@ def main() -> int:
                     store[label].append(run(scenario(*c, args, calibrated=False), progress=False, timeout_s=600))
             print(f"round {r + 1}/{args.rounds}: {label} done ({time.time() - started:.0f} s)", file=sys.stderr)
 
-    cal = fit(local_rounds, collective_rounds, workload=args.workload)
+    cal = fit(local_rounds, collective_rounds, ps_rounds, workload=args.workload)
     preset_dir = work / "presets"
     write_presets(cal, preset_dir)
     os.environ[PRESET_DIR_ENV] = str(preset_dir)
@@ -130,10 +134,12 @@ def main() -> int:
 
     print(f"\n{args.workload}, global batch {args.global_batch}, {args.steps} steps, {args.rounds} rounds, "
           f"{cpu_model()} ({os.cpu_count()} cores)")
-    print(f"calibration: overhead {cal.step_overhead_s * 1e3:.2f} ms/step, "
-          f"{cal.compute_s_per_example * 1e6:.1f} us/example, input {cal.input_s_per_sample * 1e6:.1f} us/example, "
+    print(f"calibration: overhead {cal.step_overhead_s * 1e3:.2f} ms/step + {cal.replica_dispatch_s * 1e3:.2f} ms "
+          f"per replica, {cal.compute_s_per_example * 1e6:.1f} us/example, "
+          f"input {cal.input_s_per_sample * 1e6:.1f} us/example, "
           f"memory link {cal.intra.latency_s * 1e6:.0f} us + {cal.intra.bandwidth_Bps / 1e9:.2f} GB/s, "
-          f"gRPC link {cal.inter.latency_s * 1e6:.0f} us + {cal.inter.bandwidth_Bps / 1e9:.2f} GB/s\n")
+          f"gRPC link {cal.inter.latency_s * 1e6:.0f} us + {cal.inter.bandwidth_Bps / 1e9:.2f} GB/s, "
+          f"PS request {cal.ps_request_s * 1e3:.2f} ms\n")
     print(table.to_text())
 
     first = measured["one_device"][0]

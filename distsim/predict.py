@@ -110,23 +110,26 @@ class AsyncCosts:
 def async_costs(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> AsyncCosts:
     """Every replica is an asynchronous worker: it computes one replica
     batch (input prefetched), pushes the gradient and pulls the variables
-    over the inter-worker link; each of ``num_ps`` PS shards spends
-    ``(gradient / num_ps) / bandwidth`` of its NIC per transfer."""
+    over the inter-worker link. Each of ``num_ps`` PS shards serves one
+    transfer at a time and spends ``request_s + (gradient / num_ps) /
+    bandwidth`` on it; a transfer to an idle PS takes ``latency + request_s +
+    gradient / bandwidth``."""
     parts = timing.step_parts(p, p["training.global_batch"], plan_, device_kind, shard_policy, 0.0)
     # Each worker reads only its own batch (the PS coordinator hands out per-worker datasets).
     replicas = p["cluster.num_workers"] * p["cluster.devices_per_worker"]
     own_input = parts.input_s * parts.replica_batch / p["training.global_batch"] if shard_policy == "DATA" else parts.input_s
-    device = parts.overhead_s + parts.forward_s + parts.backward_s
+    device = parts.overhead_s + parts.dispatch_s + parts.forward_s + parts.backward_s
     compute = np.where(plan_.prefetch, np.maximum(own_input, device), own_input + device)
     grad = p["workload.num_params"] * p["workload.bytes_per_param"]
-    link = p["cluster.inter_link.latency_s"] + grad / p["cluster.inter_link.bandwidth_Bps"]
+    request = p["cluster.inter_link.request_s"]
+    link = p["cluster.inter_link.latency_s"] + request + grad / p["cluster.inter_link.bandwidth_Bps"]
     num_ps = float(plan_.options.get("num_shards", 1))
     return AsyncCosts(
         worker_batch=np.broadcast_to(_ceil(p["training.global_batch"], replicas), np.shape(compute)),
         compute_s=compute,
         push_s=link,
         pull_s=link,
-        ps_service_s=grad / num_ps / p["cluster.inter_link.bandwidth_Bps"],
+        ps_service_s=request + grad / num_ps / p["cluster.inter_link.bandwidth_Bps"],
     )
 
 

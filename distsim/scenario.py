@@ -139,6 +139,11 @@ class Device:
         memory_bytes: device memory, bytes.
         step_overhead_s: fixed cost of every step on this device (framework
             dispatch, kernel-launch floor), seconds.
+        replica_dispatch_s: host time to dispatch one replica's step (its
+            graph's ops), seconds. A worker's host dispatches its replicas one
+            after another, so N replicas cost N of these per step; a replica
+            starts computing once its dispatch is done. 0 when the preset's
+            ``step_overhead_s`` already holds all host costs.
         sources: where each number comes from.
     """
 
@@ -149,6 +154,7 @@ class Device:
     memory_bandwidth_Bps: float
     memory_bytes: float
     step_overhead_s: float
+    replica_dispatch_s: float = 0.0
     sources: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -161,6 +167,7 @@ class Device:
         _number(path, "memory_bandwidth_Bps", self.memory_bandwidth_Bps, 0, low_open=True, unit="bytes/s")
         _number(path, "memory_bytes", self.memory_bytes, 0, low_open=True, unit="bytes")
         _number(path, "step_overhead_s", self.step_overhead_s, 0, unit="seconds")
+        _number(path, "replica_dispatch_s", self.replica_dispatch_s, 0, unit="seconds")
 
     @property
     def effective_flops(self) -> float:
@@ -175,12 +182,18 @@ class Link:
         name: preset name or a label.
         bandwidth_Bps: one-direction bandwidth, bytes/s.
         latency_s: per-message latency (alpha), seconds.
+        request_s: host time a parameter server spends on each request (a
+            pull or a push: RPC handling, closure dispatch, per-variable ops)
+            besides moving the bytes, seconds. A PS serves requests one at a
+            time, so this is what makes workers queue. Only the
+            parameter-server strategy uses it.
         sources: where each number comes from.
     """
 
     name: str
     bandwidth_Bps: float
     latency_s: float
+    request_s: float = 0.0
     sources: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -189,6 +202,7 @@ class Link:
     def check(self, path: str) -> None:
         _number(path, "bandwidth_Bps", self.bandwidth_Bps, 0, low_open=True, unit="bytes/s")
         _number(path, "latency_s", self.latency_s, 0, unit="seconds")
+        _number(path, "request_s", self.request_s, 0, unit="seconds")
 
 
 @dataclass(frozen=True)
@@ -347,6 +361,12 @@ class Training:
         num_files: files of the dataset (``FILE`` policy).
         optimizer_bytes_per_param: device-memory bytes the update moves per
             parameter (SGD 12, momentum 20, Adam 28).
+        metric_values: scalar metric variables Keras synchronises every step
+            (each ``Mean`` metric keeps a total and a count: loss and
+            accuracy make 4). Across worker processes
+            (multi_worker_mirrored) each is its own small all-reduce after
+            the gradient's, one after another; inside one process they cost
+            no collective.
         seed: seed of every random draw.
     """
 
@@ -364,6 +384,7 @@ class Training:
     shard_policy: str = "DATA"
     num_files: int | None = None
     optimizer_bytes_per_param: int = 12
+    metric_values: int = 4
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -387,6 +408,7 @@ class Training:
         if self.num_files is not None:
             _integer(path, "num_files", self.num_files)
         _integer(path, "optimizer_bytes_per_param", self.optimizer_bytes_per_param, low=0)
+        _integer(path, "metric_values", self.metric_values, low=0)
         _integer(path, "seed", self.seed, low=0)
 
 

@@ -12,19 +12,31 @@ The model, per step and per replica (all times in seconds):
   batch ahead), otherwise input and compute alternate. With prefetch and a
   shuffle buffer, the first batch of every epoch also waits for the buffer
   to fill.
-* **compute**: ``step_overhead_s`` (dispatch, launch floor), forward (1/3 of
-  ``batch x seconds_per_example``), backward (2/3) split into
-  ``num_buckets`` gradient buckets. Seconds per example is the workload's
-  measured ``compute_s_per_sample`` or ``flops_per_sample / (peak_flops x
-  efficiency)``. CPU devices that share ``physical_cores`` split them: each of
-  L devices on C cores runs at C/L of one core, so N logical devices on 2
-  cores compute no faster than one device on those 2 cores.
+* **host dispatch**: the worker's host spends ``step_overhead_s`` once per
+  step, then dispatches its replicas one after another,
+  ``replica_dispatch_s`` each; replica j starts computing when its dispatch
+  is done. A worker process with less than one physical core
+  (``physical_cores < 1``: more localhost processes than cores) runs this
+  single-threaded host work ``1 / physical_cores`` times slower.
+* **compute**: forward (1/3 of ``batch x seconds_per_example``) and backward
+  (2/3) split into ``num_buckets`` gradient buckets. Seconds per example is
+  the workload's measured ``compute_s_per_sample`` or ``flops_per_sample /
+  (peak_flops x efficiency)``. Replicas on their own hardware compute side by
+  side. CPU devices that share ``physical_cores`` take turns on those cores,
+  each using all of them, so N logical devices on 2 cores compute no faster
+  than one device on those 2 cores. One replica's compute then hides the
+  next one's dispatch: with dispatch ``d`` and a replica's compute ``q`` on
+  all the cores, L replicas take ``L max(d, q) + min(d, q)`` (a two-stage
+  flow shop).
 * **comm**: bucket k's all-reduce starts once every replica has finished
   bucket k and bucket k-1's all-reduce is done, so it overlaps the remaining
   backward. Its duration is the alpha-beta cost of the strategy's schedule
   (:func:`distsim.collectives.cost_model`) for ``gradient_bytes / num_buckets``.
 * **update**: ``num_params x optimizer_bytes_per_param /
   memory_bandwidth_Bps``.
+* **metrics**: across worker processes (multi_worker_mirrored), Keras
+  all-reduces each of its ``metric_values`` scalar metric variables after
+  the update, one after another: latency-bound collectives of 4 bytes.
 * **stragglers**: each (step, replica) compute time is multiplied by a seeded
   factor with mean 1. With ``backup_workers = b`` the all-reduce (one bucket)
   starts when the (N - b)-th replica is done; the slower ones are cut off.
@@ -57,10 +69,12 @@ MODEL_FIELDS: tuple[str, ...] = (
     "cluster.device.efficiency",
     "cluster.device.memory_bandwidth_Bps",
     "cluster.device.step_overhead_s",
+    "cluster.device.replica_dispatch_s",
     "cluster.intra_link.bandwidth_Bps",
     "cluster.intra_link.latency_s",
     "cluster.inter_link.bandwidth_Bps",
     "cluster.inter_link.latency_s",
+    "cluster.inter_link.request_s",
     "workload.num_params",
     "workload.bytes_per_param",
     "workload.flops_per_sample",
@@ -74,6 +88,7 @@ MODEL_FIELDS: tuple[str, ...] = (
     "training.input_threads",
     "training.num_buckets",
     "training.optimizer_bytes_per_param",
+    "training.metric_values",
 )
 
 
@@ -100,25 +115,33 @@ class StepParts:
         replica_batch: examples on the busiest replica.
         input_s: host input time of the step on one worker, incl. the copy
             to the device.
-        overhead_s, forward_s, backward_s: compute pieces of the busiest replica.
+        overhead_s: the worker host's fixed cost of the step.
+        dispatch_s: from the end of that overhead until the last replica
+            starts computing: its own and earlier replicas' dispatch, and on
+            shared cores the earlier replicas' compute.
+        forward_s, backward_s: compute pieces of the last replica.
         bucket_comm_s: all-reduce time of one bucket (0 without communication).
         num_buckets: buckets.
         update_s: optimizer update.
+        metric_comm_s: the metric all-reduces after the update.
     """
 
     replica_batch: np.ndarray
     input_s: np.ndarray
     overhead_s: np.ndarray
+    dispatch_s: np.ndarray
     forward_s: np.ndarray
     backward_s: np.ndarray
     bucket_comm_s: np.ndarray
     num_buckets: np.ndarray
     update_s: np.ndarray
+    metric_comm_s: np.ndarray
 
     @property
     def device_s(self) -> np.ndarray:
-        """Device time of the step: compute, exposed all-reduce, update."""
-        return self.overhead_s + self.forward_s + self.backward_s + self.exposed_comm_s + self.update_s
+        """Device time of the step: host work, compute, exposed all-reduce, update, metrics."""
+        return (self.overhead_s + self.dispatch_s + self.forward_s + self.backward_s + self.exposed_comm_s
+                + self.update_s + self.metric_comm_s)
 
     @property
     def exposed_comm_s(self) -> np.ndarray:
@@ -133,30 +156,52 @@ class StepParts:
         return np.where(c > 0, chain_end - bwd, 0.0)
 
 
-def core_share(p: dict, device_kind: str) -> np.ndarray:
-    """How much slower one replica runs because devices share physical cores:
-    ``devices_per_worker / physical_cores`` for CPU devices (below 1 when one
-    device has several cores), 1 otherwise."""
-    if device_kind != "cpu":
-        return np.ones_like(p["cluster.devices_per_worker"])
-    cores = p["cluster.physical_cores"]
-    return np.where(np.isnan(cores), 1.0, p["cluster.devices_per_worker"] / np.where(np.isnan(cores), 1.0, cores))
+def shares_cores(p: dict, device_kind: str) -> np.ndarray:
+    """Whether a worker's replicas share its physical cores (CPU devices with
+    ``physical_cores`` set) rather than each having its own hardware."""
+    return (device_kind == "cpu") & ~np.isnan(p["cluster.physical_cores"])
 
 
 def seconds_per_example(p: dict, device_kind: str) -> np.ndarray:
-    """Compute seconds per example on one replica, including core sharing."""
+    """Compute seconds per example on one replica running alone on its
+    hardware: all of the worker's cores for CPU devices that share them."""
     measured = p["workload.compute_s_per_sample"]
     derived = p["workload.flops_per_sample"] / (p["cluster.device.peak_flops"] * p["cluster.device.efficiency"])
-    return np.where(np.isnan(measured), derived, measured) * core_share(p, device_kind)
+    per_core = np.where(np.isnan(measured), derived, measured)
+    cores = np.where(shares_cores(p, device_kind), p["cluster.physical_cores"], 1.0)
+    return per_core / cores
+
+
+def host_slowdown(p: dict, device_kind: str) -> np.ndarray:
+    """How much slower a worker's single-threaded host work runs: ``1 /
+    physical_cores`` when its process has less than one core, else 1."""
+    cores = np.where(shares_cores(p, device_kind), p["cluster.physical_cores"], 1.0)
+    return 1.0 / np.minimum(cores, 1.0)
+
+
+def dispatch_wait_s(local, dispatch, compute, shared) -> np.ndarray:
+    """Seconds from the end of the host's fixed overhead until the last of
+    ``local`` replicas starts computing, each replica taking ``dispatch`` to
+    dispatch and ``compute`` to compute.
+
+    Own hardware: the last starts after all dispatches, ``L d``. Shared cores
+    (replicas take turns): the flow shop ends at ``L max(d, q) + min(d, q)``,
+    and the last replica's own compute ``q`` is its final part.
+    """
+    flow_end = local * np.maximum(dispatch, compute) + np.minimum(dispatch, compute)
+    return np.where(shared, flow_end - compute, local * dispatch)
 
 
 def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, shard_policy: str,
-               comm_s_per_bucket) -> StepParts:
+               comm_s_per_bucket, metric_comm_s=0.0) -> StepParts:
     """Costs of one step that carries ``global_examples`` examples."""
     workers = p["cluster.num_workers"]
-    replicas = workers * p["cluster.devices_per_worker"]
+    local = p["cluster.devices_per_worker"]
+    replicas = workers * local
     b = _ceil_div(global_examples, replicas).astype(float)
     compute = b * seconds_per_example(p, device_kind)
+    slow = host_slowdown(p, device_kind)
+    dispatch = p["cluster.device.replica_dispatch_s"] * slow
     read = np.where((workers == 1) | (shard_policy == "DATA"), global_examples, _ceil_div(global_examples, workers))
     host_s = read * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
     copy_s = 0.0 if device_kind == "cpu" else b * p["workload.input_bytes_per_sample"] / p["cluster.intra_link.bandwidth_Bps"]
@@ -164,13 +209,31 @@ def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, 
     return StepParts(
         replica_batch=b,
         input_s=host_s + copy_s,
-        overhead_s=p["cluster.device.step_overhead_s"] * np.ones_like(b),
+        overhead_s=p["cluster.device.step_overhead_s"] * slow * np.ones_like(b),
+        dispatch_s=dispatch_wait_s(local, dispatch, compute, shares_cores(p, device_kind)) * np.ones_like(b),
         forward_s=compute / 3,
         backward_s=compute * 2 / 3,
         bucket_comm_s=np.asarray(comm_s_per_bucket, dtype=float) * np.ones_like(b),
         num_buckets=p["training.num_buckets"] * np.ones_like(b),
         update_s=update * np.ones_like(b),
+        metric_comm_s=np.asarray(metric_comm_s, dtype=float) * np.ones_like(b),
     )
+
+
+def metric_comm_s(p: dict, plan_: StrategyPlan, num_replicas: int) -> np.ndarray:
+    """Seconds of the per-step metric all-reduces: ``metric_values`` 4-byte
+    all-reduces one after another with the gradient's schedule, when the
+    replicas span several worker processes (multi_worker_mirrored); 0
+    otherwise."""
+    zero = np.zeros_like(p["training.metric_values"])
+    if plan_.strategy != "multi_worker_mirrored" or plan_.algorithm is None or num_replicas == 1:
+        return zero
+    if np.all(p["cluster.num_workers"] == 1):
+        return zero
+    model = cost_model(plan_.algorithm, int(num_replicas), **plan_.options)
+    one = model.time_s(4.0, p["cluster.intra_link.latency_s"], p["cluster.intra_link.bandwidth_Bps"],
+                       p["cluster.inter_link.latency_s"], p["cluster.inter_link.bandwidth_Bps"])
+    return p["training.metric_values"] * one
 
 
 def bucket_comm_s(p: dict, plan_: StrategyPlan, num_replicas: int) -> np.ndarray:
@@ -236,11 +299,12 @@ def step_model(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str
     them), because the collective's schedule depends on them."""
     replicas = int(np.unique(p["cluster.num_workers"] * p["cluster.devices_per_worker"]).item())
     comm = bucket_comm_s(p, plan_, replicas)
+    metrics = metric_comm_s(p, plan_, replicas)
     batch = p["training.global_batch"]
-    parts = step_parts(p, batch, plan_, device_kind, shard_policy, comm)
+    parts = step_parts(p, batch, plan_, device_kind, shard_policy, comm, metrics)
     step = step_time_s(parts, plan_.prefetch)
     full, rest = epoch_plan(p)
-    rest_parts = step_parts(p, np.maximum(rest, 1), plan_, device_kind, shard_policy, comm)
+    rest_parts = step_parts(p, np.maximum(rest, 1), plan_, device_kind, shard_policy, comm, metrics)
     epoch = fill_s(p, plan_.prefetch, shard_policy) + full * step + np.where(rest > 0, step_time_s(rest_parts, plan_.prefetch), 0.0)
     # One device of the same kind on the same host, one replica's batch, same pipeline.
     one = dict(p)
@@ -338,7 +402,11 @@ def simulate(scenario: Scenario) -> Timeline:
     p_buckets = dict(p, **{"training.num_buckets": np.asarray(float(k_buckets))})
     comm = float(bucket_comm_s(p_buckets, plan_, replicas))
     per_example = float(seconds_per_example(p, kind))
-    overhead = c.device.step_overhead_s
+    shared = bool(shares_cores(p, kind))
+    slow = float(host_slowdown(p, kind))
+    overhead = c.device.step_overhead_s * slow
+    dispatch = c.device.replica_dispatch_s * slow
+    metrics = float(metric_comm_s(p, plan_, replicas))
     update = float(p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / p["cluster.device.memory_bandwidth_Bps"])
     fill = float(fill_s(p, plan_.prefetch, t.shard_policy))
     rng = np.random.default_rng(t.seed)
@@ -352,10 +420,13 @@ def simulate(scenario: Scenario) -> Timeline:
     input_s += np.where(epoch_start, fill, 0.0)[:, None]
     aggregate = replicas - t.backup_workers
     worker_of = np.repeat(np.arange(workers), local)
+    local_index = np.tile(np.arange(local), workers)
 
     # Outputs, shape (steps, replicas) unless noted.
     in_start = np.zeros((n_steps, workers))
     in_end = np.zeros((n_steps, workers))
+    host_start = np.zeros((n_steps, workers))
+    disp_end = np.zeros((n_steps, replicas))
     c_start = np.zeros((n_steps, replicas))
     fwd_end = np.zeros((n_steps, replicas))
     ready = np.zeros((n_steps, k_buckets, replicas))
@@ -363,18 +434,29 @@ def simulate(scenario: Scenario) -> Timeline:
     comm_end = np.zeros((n_steps, k_buckets))
     upd_start = np.zeros((n_steps, replicas))
     upd_end = np.zeros((n_steps, replicas))
+    step_end = np.zeros(n_steps)
     dev_free = np.zeros(replicas)
     prev_in_end = np.zeros(workers)
     prev_step_end = 0.0
-    prev_c_start = np.zeros(workers)
+    prev_host_start = np.zeros(workers)
     fractions = (np.arange(k_buckets) + 1) / k_buckets
     for s in range(n_steps):
-        gate = prev_c_start if plan_.prefetch else np.full(workers, prev_step_end)
+        gate = prev_host_start if plan_.prefetch else np.full(workers, prev_step_end)
         in_start[s] = np.maximum(prev_in_end, gate if s else 0.0)
         in_end[s] = in_start[s] + input_s[s]
-        c_start[s] = np.maximum(in_end[s][worker_of], dev_free)
+        host_start[s] = np.maximum(in_end[s], dev_free.reshape(workers, local).max(axis=1))
+        disp_end[s] = host_start[s][worker_of] + overhead + (local_index + 1) * dispatch
         work = rep_batch[s] * per_example * factor[s]
-        fwd_end[s] = c_start[s] + overhead + work / 3
+        if shared:  # the worker's replicas take turns on its cores, in dispatch order
+            turn = disp_end[s].reshape(workers, local).copy()
+            done = work.reshape(workers, local)
+            for j in range(local):
+                if j:
+                    turn[:, j] = np.maximum(turn[:, j], turn[:, j - 1] + done[:, j - 1])
+            c_start[s] = turn.ravel()
+        else:
+            c_start[s] = disp_end[s]
+        fwd_end[s] = c_start[s] + work / 3
         ready[s] = fwd_end[s][None, :] + fractions[:, None] * (2 * work / 3)[None, :]
         if comm > 0:
             if aggregate < replicas:
@@ -390,12 +472,12 @@ def simulate(scenario: Scenario) -> Timeline:
         else:
             upd_start[s] = ready[s, -1]
         upd_end[s] = upd_start[s] + update
-        dev_free = upd_end[s]
+        step_end[s] = upd_end[s].max() + metrics  # the metric all-reduces wait for every replica
+        dev_free = np.full(replicas, step_end[s]) if metrics > 0 else upd_end[s]
         prev_in_end = in_end[s]
-        prev_c_start = c_start[s].reshape(workers, local).max(axis=1)
-        prev_step_end = upd_end[s].max()
+        prev_host_start = host_start[s]  # the step took its batch: the next one may be read
+        prev_step_end = step_end[s]
 
-    step_end = upd_end.max(axis=1)
     step_times = np.diff(np.concatenate([[0.0], step_end]))
     exposed = np.where(comm > 0, comm_end[:, -1] - ready[:, -1, :].max(axis=1), 0.0)
 
@@ -408,8 +490,12 @@ def simulate(scenario: Scenario) -> Timeline:
     step_col = np.arange(n_steps)[:, None]
     cols = _Columns()
     cols.add(host_dev, "input", in_start, in_end, step_col, "input pipeline")
-    prev_free = np.vstack([np.zeros((1, replicas)), upd_end[:-1]])
-    cols.add(rep_dev, "idle", prev_free, c_start, step_col, "wait for input")
+    free = np.where(metrics > 0, step_end[:, None], upd_end)
+    prev_free = np.vstack([np.zeros((1, replicas)), free[:-1]])
+    host_begin = host_start[:, worker_of]
+    cols.add(rep_dev, "idle", prev_free, host_begin, step_col, "wait for input")
+    cols.add(rep_dev, "idle", host_begin, disp_end, step_col, "host overhead + dispatch")
+    cols.add(rep_dev, "idle", disp_end, c_start, step_col, "wait for shared cores")
     cols.add(rep_dev, "compute", c_start, fwd_end, step_col, "forward")
     starts = np.concatenate([fwd_end[:, None, :], ready[:, :-1, :]], axis=1)
     for k in range(k_buckets):
@@ -419,5 +505,8 @@ def simulate(scenario: Scenario) -> Timeline:
         cols.add(comm_dev, "comm", comm_start[:, k, None] * np.ones((1, replicas)), comm_end[:, k, None] * np.ones((1, replicas)),
                  step_col, f"all-reduce {k}" if k_buckets > 1 else "all-reduce")
     cols.add(rep_dev, "update", upd_start, upd_end, step_col, "update")
+    if metrics > 0:
+        cols.add(comm_dev, "comm", upd_end.max(axis=1)[:, None] * np.ones((1, replicas)),
+                 step_end[:, None] * np.ones((1, replicas)), step_col, "metric all-reduces")
     return Timeline(trace=cols.trace(devices), step_times_s=step_times, exposed_comm_s=exposed,
                     global_examples=sizes, epoch_start=epoch_start)

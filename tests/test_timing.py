@@ -125,7 +125,8 @@ def test_trace_is_columnar_and_exports_to_chrome():
         {"idle"} if (tr.kind == EVENT_KINDS.index("idle")).any() else set())
     assert np.all(tr.end_s > tr.start_s)
     assert {"w0/input", "w1/r1", "w1/r1/comm"} <= set(tr.devices)
-    assert (tr.kind == EVENT_KINDS.index("comm")).sum() == 5 * 3 * 4  # steps x buckets x replicas
+    # steps x (buckets + the metric all-reduces after the update) x replicas
+    assert (tr.kind == EVENT_KINDS.index("comm")).sum() == 5 * (3 + 1) * 4
     chrome = json.loads(json.dumps(tr.to_chrome_trace()))
     assert len([e for e in chrome["traceEvents"] if e["ph"] == "X"]) == len(tr)
     # Each replica's compute events do not overlap in time.

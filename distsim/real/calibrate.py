@@ -4,13 +4,21 @@
 :mod:`distsim.real.microbench`):
 
 * the single-replica training step against the per-replica batch; a straight
-  line through it gives the **per-step fixed overhead** (intercept) and the
+  line through it gives the host cost of a step (intercept) and the
   **seconds per example** (slope) of the calibration workload;
+* the step of a tiny batch (4 examples per replica) on 1 and on N logical
+  devices: what each extra replica adds is the **per-replica dispatch**
+  (less the all-reduce, priced by the fitted link); the intercept less one
+  dispatch and the optimizer update is the **per-step fixed overhead**;
 * the input pipeline's seconds per example, a large matmul's FLOP rate and a
   memory-copy rate;
 * the **all-reduce time against message size** across 2..N logical devices
-  (one process) and across worker processes (MultiWorkerMirrored on
-  localhost).
+  (one process) and across 2 and 3 worker processes (MultiWorkerMirrored on
+  localhost: the process counts the comparison runs);
+* a **parameter-server update with nothing to compute** (one worker, 4
+  examples, the in-process cluster): what it takes beyond the model's
+  compute and the link's latency and bytes is the PS's **per-request cost**
+  (half per pull, half per push).
 
 It fits the simulator's own parameters to those numbers: the device's
 ``step_overhead_s`` and ``efficiency``; each link's latency and bandwidth by
@@ -18,8 +26,9 @@ least squares on the simulator's alpha-beta cost of the very schedule that
 runs (:func:`distsim.collectives.cost_model`: ``T(n) = S alpha + F n / B``).
 It then writes a device preset ``this_machine``, link presets
 ``this_machine_memory`` (between logical devices) and ``this_machine_grpc``
-(between processes), and a workload preset ``<workload>@this_machine`` with
-the measured input cost, through :func:`distsim.scenario.write_user_preset`.
+(between processes, with the PS request cost), and a workload preset
+``<workload>@this_machine`` with the measured input cost, through
+:func:`distsim.scenario.write_user_preset`.
 
 The machine is shared and noisy, so every measurement is repeated
 (``repeats`` rounds, each a fresh process) and medians are taken. Nothing here
@@ -46,11 +55,18 @@ from distsim.collectives import cost_model
 from distsim.real.env import cpu_model
 from distsim.real.launcher import SERVER_STARTED, LaunchError, Task, launch, python_module_argv
 from distsim.real.plan import WORKLOAD_MODELS, RunPlan, _model_kwargs
+from distsim.real.experiment import run as run_experiment
 from distsim.real.tfconfig import build_tf_configs, localhost_cluster, task_name
 from distsim.scenario import Training, load_preset, write_user_preset
 
 #: Message sizes (bytes) of the all-reduce benchmarks: 4 KiB .. 4 MiB.
 DEFAULT_SIZES_BYTES: tuple[int, ...] = (4096, 65536, 262144, 1048576, 4194304)
+
+#: Worker-process counts of the cross-process all-reduce benchmark (those bench_real runs).
+DEFAULT_WORKERS: tuple[int, ...] = (2, 3)
+
+#: Per-worker batch and updates of the parameter-server benchmark.
+PS_BATCH, PS_UPDATES = 4, 60
 
 #: Bytes the SGD update moves per parameter (the simulator's default for plain SGD).
 OPTIMIZER_BYTES_PER_PARAM = Training().optimizer_bytes_per_param
@@ -102,8 +118,12 @@ class Calibration:
         workload: the calibration workload preset.
         batches: per-replica batches of the step-time curve.
         step_time_s: median single-replica step time per batch.
-        step_overhead_s: fitted intercept less the optimizer update the
-            simulator adds on its own: the fixed cost of every step.
+        step_overhead_s: fitted intercept less one replica's dispatch and
+            the optimizer update the simulator adds on its own: the fixed
+            cost of every step.
+        replica_dispatch_s: host seconds each replica adds to a step.
+        replica_counts: logical-device counts of the tiny-batch steps.
+        replica_step_time_s: median tiny-batch step time per count.
         compute_s_per_example: fitted slope, on the whole machine (all cores).
         input_s_per_sample: input pipeline seconds per example.
         matmul_flops_per_s: large-matmul rate on all cores.
@@ -111,6 +131,9 @@ class Calibration:
         physical_cores: cores the logical devices share.
         intra: fit of the all-reduce between logical devices (one process).
         inter: fit of the all-reduce between worker processes.
+        ps_update_s: median interval between the updates of the one-worker
+            parameter-server benchmark.
+        ps_request_s: the PS's per-request cost derived from it.
         rounds: measurement rounds the medians are over.
         meta: provenance (device, CPU, TF version, date, command).
     """
@@ -119,6 +142,9 @@ class Calibration:
     batches: list[int]
     step_time_s: list[float]
     step_overhead_s: float
+    replica_dispatch_s: float
+    replica_counts: list[int]
+    replica_step_time_s: list[float]
     compute_s_per_example: float
     input_s_per_sample: float
     matmul_flops_per_s: float
@@ -126,6 +152,8 @@ class Calibration:
     physical_cores: int
     intra: LinkFit
     inter: LinkFit
+    ps_update_s: float
+    ps_request_s: float
     rounds: int
     meta: dict[str, str] = field(default_factory=dict)
 
@@ -195,21 +223,22 @@ def fit_link(algorithm: str, ranks: Sequence[int], message_bytes: Sequence[int],
                    [float(x) for x in t])
 
 
-def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], *, workload: str,
-        physical_cores: int | None = None) -> Calibration:
-    """A :class:`Calibration` from raw micro-benchmark rounds (medians over rounds)."""
-    if not local_rounds or not collective_rounds:
-        raise ValueError("fit needs at least one local and one collective round")
+def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_rounds: Sequence[float], *,
+        workload: str, physical_cores: int | None = None) -> Calibration:
+    """A :class:`Calibration` from raw micro-benchmark rounds (medians over rounds).
+
+    ``collective_rounds`` may mix worker counts (each round says its own);
+    ``ps_rounds`` are the one-worker parameter-server update intervals.
+    """
+    if not local_rounds or not collective_rounds or not ps_rounds:
+        raise ValueError("fit needs at least one local, one collective and one parameter-server round")
     first = local_rounds[0]
     batches = list(first["batches"])
     steps = np.median([r["step_time_s"] for r in local_rounds], axis=0)
     slope, intercept = np.polyfit(np.asarray(batches, float), steps, 1)
     memory_Bps = float(np.median([r["memory_Bps"] for r in local_rounds]))
-    # The intercept holds every per-step cost that does not grow with the
-    # batch, the optimizer update included; the simulator adds the update
-    # separately (parameters x bytes / memory bandwidth), so take it out here.
     values, _ = load_preset("workload", workload)
-    update_s = values["num_params"] * OPTIMIZER_BYTES_PER_PARAM / memory_Bps
+    grad_bytes = values["num_params"] * values["bytes_per_param"]
     sizes = list(first["sizes_bytes"])
     intra_ranks, intra_bytes, intra_t = [], [], []
     for n in first["allreduce_s"]:
@@ -217,27 +246,60 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], *, work
         intra_ranks += [int(n)] * len(sizes)
         intra_bytes += sizes
         intra_t += list(med)
-    col = collective_rounds[0]
-    inter_t = np.median([r["allreduce_s"] for r in collective_rounds], axis=0)
+    intra = fit_link("reduce_to_one", intra_ranks, intra_bytes, intra_t, between_processes=False)
+    inter_ranks, inter_bytes, inter_t = [], [], []
+    for w in sorted({r["workers"] for r in collective_rounds}):
+        med = np.median([r["allreduce_s"] for r in collective_rounds if r["workers"] == w], axis=0)
+        inter_ranks += [w] * len(sizes)
+        inter_bytes += sizes
+        inter_t += list(med)
+    inter = fit_link("ring", inter_ranks, inter_bytes, inter_t, between_processes=True)
+    # Each replica beyond the first adds its dispatch and makes the gradient's
+    # all-reduce one rank wider; the fitted link prices the latter.
+    counts = list(first["replica_counts"])
+    tiny = np.median([r["replica_step_time_s"] for r in local_rounds], axis=0)
+    n = counts[-1]
+    if n > 1:
+        reduce_s = _link_cost("reduce_to_one", n, grad_bytes, intra.latency_s, intra.bandwidth_Bps, False)
+        dispatch = max(float(tiny[-1] - tiny[0] - reduce_s) / (n - 1), 0.0)
+    else:
+        dispatch = 0.0
+    # The intercept holds every per-step cost that does not grow with the
+    # batch: the fixed overhead, one replica's dispatch and the optimizer
+    # update, which the simulator adds separately (parameters x bytes /
+    # memory bandwidth).
+    update_s = values["num_params"] * OPTIMIZER_BYTES_PER_PARAM / memory_Bps
+    overhead = max(float(intercept) - update_s - dispatch, 0.0)
+    # One PS worker's update = pull + compute + push; each transfer is the
+    # link's latency and bytes plus the PS's request cost.
+    ps_update = float(np.median(ps_rounds))
+    compute = overhead + dispatch + PS_BATCH * float(slope)
+    link = inter.latency_s + grad_bytes / inter.bandwidth_Bps
+    request = max((ps_update - compute) / 2 - link, 0.0)
     return Calibration(
         workload=workload,
         batches=batches,
         step_time_s=[float(x) for x in steps],
-        step_overhead_s=max(float(intercept) - update_s, 0.0),
+        step_overhead_s=overhead,
+        replica_dispatch_s=dispatch,
+        replica_counts=counts,
+        replica_step_time_s=[float(x) for x in tiny],
         compute_s_per_example=float(slope),
         input_s_per_sample=float(np.median([r["input_s_per_sample"] for r in local_rounds])),
         matmul_flops_per_s=float(np.median([r["matmul_flops_per_s"] for r in local_rounds])),
         memory_Bps=memory_Bps,
         physical_cores=physical_cores or os.cpu_count() or 1,
-        intra=fit_link("reduce_to_one", intra_ranks, intra_bytes, intra_t, between_processes=False),
-        inter=fit_link("ring", [col["workers"]] * len(sizes), sizes, list(inter_t), between_processes=True),
+        intra=intra,
+        inter=inter,
+        ps_update_s=ps_update,
+        ps_request_s=request,
         rounds=len(local_rounds),
         meta={
             "device": first["device"],
             "cpu_model": first["cpu_model"],
             "tf_version": first["tf_version"],
             "intra_cross_device_op": first["cross_device_op"],
-            "inter_cross_device_op": col["cross_device_op"],
+            "inter_cross_device_op": collective_rounds[0]["cross_device_op"],
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "command": shlex.join([sys.executable, *sys.argv]),
         },
@@ -278,10 +340,14 @@ def calibration_plan(workload: str) -> RunPlan:
 
 def measure_local(workload: str, workdir: Path, *, batches=(16, 32, 64, 128, 256), devices=(2, 4),
                   sizes_bytes=None, steps: int = 30, timeout_s: float = 600) -> dict:
-    """One round of the ``local`` micro-benchmarks (one fresh process)."""
-    spec = {"part": "local", "plan": calibration_plan(workload).to_dict(), "batches": list(batches),
-            "devices": list(devices), "sizes_bytes": list(sizes_bytes or DEFAULT_SIZES_BYTES), "steps": steps}
-    return _launch_spec(spec, workdir, [None], timeout_s)
+    """One round of the in-process micro-benchmarks: the ``single`` and the
+    ``local`` part, each in a fresh process; one dict with both."""
+    plan = calibration_plan(workload).to_dict()
+    single = {"part": "single", "plan": plan, "batches": list(batches), "steps": steps}
+    local = {"part": "local", "plan": plan, "devices": list(devices),
+             "sizes_bytes": list(sizes_bytes or DEFAULT_SIZES_BYTES), "steps": steps}
+    return _launch_spec(single, workdir / "single", [None], timeout_s) | _launch_spec(
+        local, workdir / "local", [None], timeout_s)
 
 
 def measure_collective(workload: str, workdir: Path, *, workers: int = 2, sizes_bytes=None,
@@ -290,6 +356,14 @@ def measure_collective(workload: str, workdir: Path, *, workers: int = 2, sizes_
     plan = calibration_plan(workload).with_(strategy="multi_worker_mirrored", num_workers=workers)
     spec = {"part": "collective", "plan": plan.to_dict(), "sizes_bytes": list(sizes_bytes or DEFAULT_SIZES_BYTES)}
     return _launch_spec(spec, workdir, build_tf_configs(localhost_cluster(workers), localhost_only=True), timeout_s)
+
+
+def measure_ps(workload: str, *, timeout_s: float = 600) -> float:
+    """One round of the parameter-server benchmark: seconds between the
+    updates of one worker on the in-process cluster with a 4-example batch."""
+    plan = calibration_plan(workload).with_(strategy="parameter_server", num_workers=1, num_ps=1,
+                                            per_replica_batch=PS_BATCH, steps_per_epoch=PS_UPDATES)
+    return run_experiment(plan, progress=False, timeout_s=timeout_s).summary.step_time_s
 
 
 def _meminfo_bytes() -> float:
@@ -312,6 +386,7 @@ def write_presets(cal: Calibration, directory: str | Path | None = None) -> list
         "memory_bandwidth_Bps": cal.memory_Bps,
         "memory_bytes": _meminfo_bytes(),
         "step_overhead_s": cal.step_overhead_s,
+        "replica_dispatch_s": cal.replica_dispatch_s,
     }
     device_sources = {
         "peak_flops": f"measured: float32 1024^3 matmul rate / {cal.physical_cores} cores ({how})",
@@ -319,15 +394,23 @@ def write_presets(cal: Calibration, directory: str | Path | None = None) -> list
                       f"({cal.batches}) = {cal.compute_s_per_example:.3g} s/example on all cores ({how})",
         "memory_bandwidth_Bps": f"measured: in-place scale of a 64 MiB float32 variable ({how})",
         "memory_bytes": "this machine's MemTotal (/proc/meminfo)",
-        "step_overhead_s": f"measured: intercept of single-replica step time vs batch ({how})",
+        "step_overhead_s": f"measured: intercept of single-replica step time vs batch, less one replica's "
+                           f"dispatch and the update ({how})",
+        "replica_dispatch_s": f"measured: growth of the {cal.replica_counts}-device step time at 4 examples per "
+                              f"replica, less the all-reduce, per extra replica ({how})",
     }
     paths = [write_user_preset("device", DEVICE_PRESET, device, device_sources, directory)]
     for name, link, what in ((INTRA_LINK_PRESET, cal.intra, "logical devices in one process"),
                              (INTER_LINK_PRESET, cal.inter, "worker processes over localhost gRPC")):
         src = (f"fitted: all-reduce between {what}, {link.algorithm} schedule, "
                f"{len(link.time_s)} sizes x ranks {sorted(set(link.ranks))} ({how})")
-        paths.append(write_user_preset("link", name, {"bandwidth_Bps": link.bandwidth_Bps, "latency_s": link.latency_s},
-                                       {"bandwidth_Bps": src, "latency_s": src}, directory))
+        values = {"bandwidth_Bps": link.bandwidth_Bps, "latency_s": link.latency_s}
+        sources = {"bandwidth_Bps": src, "latency_s": src}
+        if link is cal.inter:
+            values["request_s"] = cal.ps_request_s
+            sources["request_s"] = (f"measured: one-worker parameter-server update of {PS_BATCH} examples "
+                                    f"({cal.ps_update_s * 1e3:.2f} ms) less compute and two transfers, halved ({how})")
+        paths.append(write_user_preset("link", name, values, sources, directory))
     values, sources = load_preset("workload", cal.workload)
     values["input_s_per_sample"] = cal.input_s_per_sample
     sources["input_s_per_sample"] = f"measured: the real runs' tf.data pipeline alone ({how})"
@@ -339,7 +422,7 @@ def calibrate(
     *,
     workload: str = "mnist_mlp",
     repeats: int = 3,
-    workers: int = 2,
+    workers: Sequence[int] = DEFAULT_WORKERS,
     batches: Sequence[int] = (16, 32, 64, 128, 256),
     devices: Sequence[int] = (2, 4),
     sizes_bytes: Sequence[int] = DEFAULT_SIZES_BYTES,
@@ -354,9 +437,10 @@ def calibrate(
 
     Args:
         workload: the MNIST workload preset to calibrate with.
-        repeats: rounds; each round runs the local and the collective part in
-            fresh processes; medians over rounds are fitted.
-        workers: worker processes of the collective part.
+        repeats: rounds; each round runs the local, the collective and the
+            parameter-server part in fresh processes; medians over rounds
+            are fitted.
+        workers: worker-process counts of the collective part.
         batches: per-replica batches of the step-time curve.
         devices: logical-device counts of the in-process all-reduce.
         sizes_bytes: all-reduce message sizes.
@@ -376,18 +460,20 @@ def calibrate(
 
         rounds = tqdm(rounds, desc="calibrate", unit="round")
     try:
-        local, collective = [], []
+        local, collective, ps = [], [], []
         for i in rounds:
             local.append(measure_local(workload, workdir / f"local{i}", batches=batches, devices=devices,
                                        sizes_bytes=sizes_bytes, steps=steps, timeout_s=timeout_s))
-            collective.append(measure_collective(workload, workdir / f"collective{i}", workers=workers,
-                                                 sizes_bytes=sizes_bytes, timeout_s=timeout_s))
+            for w in workers:
+                collective.append(measure_collective(workload, workdir / f"collective{i}-{w}", workers=w,
+                                                     sizes_bytes=sizes_bytes, timeout_s=timeout_s))
+            ps.append(measure_ps(workload, timeout_s=timeout_s))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    cal = fit(local, collective, workload=workload)
+    cal = fit(local, collective, ps, workload=workload)
     if write:
         cal.meta["presets"] = json.dumps([str(p) for p in write_presets(cal, preset_dir)])
     if out is not None:
         Path(out).write_text(json.dumps({"calibration": cal.to_dict(), "local_rounds": local,
-                                         "collective_rounds": collective}, indent=1))
+                                         "collective_rounds": collective, "ps_rounds": ps}, indent=1))
     return cal

@@ -1,24 +1,29 @@
 """Micro-benchmarks for calibration, run inside a task process (imports TensorFlow).
 
-Two parts, each in its own process because they need different device setups:
+Three parts, each in its own process because they need different device setups:
 
-* ``local`` (one process, ``max(devices)`` logical CPUs): single-replica
-  training step time against the per-replica batch (real ``model.fit`` steps,
-  measured by the same callback as every run), the input pipeline's seconds
-  per example, a large matmul's FLOP rate, a memory-copy rate, and the
-  all-reduce time against message size across 2..N logical devices with the
-  cross-device op Mirrored uses here;
+* ``single`` (one process, one logical CPU, as in a one-device run):
+  single-replica training step time against the per-replica batch (real
+  ``model.fit`` steps, measured by the same callback as every run), the input
+  pipeline's seconds per example, a large matmul's FLOP rate and a
+  memory-copy rate;
+* ``local`` (one process, ``max(devices)`` logical CPUs): the step time of a
+  tiny batch on 1 and on N logical devices (what each extra replica costs
+  the host) and the all-reduce time against message size across 2..N
+  logical devices with the cross-device op Mirrored uses here;
 * ``collective`` (one process per worker, a MultiWorkerMirrored cluster): the
   all-reduce time against message size across the worker processes.
 
 Every timing is a median over repeated calls after warm-up calls. All-reduce
 times have the time of the same call without the all-reduce subtracted, so
-they hold only the collective. :mod:`distsim.real.calibrate` fits the
+they hold only the collective; calls run back to back, as a training loop
+issues them. :mod:`distsim.real.calibrate` fits the
 simulator's parameters to these numbers.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 
 import numpy as np
@@ -40,6 +45,10 @@ from distsim.real.runners import (  # noqa: E402
     run_meta,
 )
 
+#: Per-replica batch of the replica-count benchmark: small enough that compute is negligible.
+TINY_BATCH = 4
+
+
 def median_call_s(fn, *, calls: int = 25, warmup: int = 3) -> float:
     """Median seconds of ``fn()`` (which must block until its work is done)."""
     for _ in range(warmup):
@@ -52,47 +61,64 @@ def median_call_s(fn, *, calls: int = 25, warmup: int = 3) -> float:
     return float(np.median(times))
 
 
-def paired_difference_s(fn, base, *, calls: int = 40, warmup: int = 3) -> float:
-    """Median over alternating calls of ``time(fn) - time(base)``, in seconds.
+def paired_difference_s(fn, base, *, calls: int = 40, blocks: int = 4, warmup: int = 3) -> float:
+    """``median time(fn) - median time(base)`` in seconds, over ``calls`` calls of each.
 
-    Alternating the two cancels slow drifts in machine load, which on a
-    shared machine are larger than the small costs measured here.
+    The calls run back to back in ``blocks`` alternating blocks: back to back
+    because a collective costs less when its peers are already polling (as in
+    a training loop) than after a pause, and alternating blocks so that slow
+    drifts in machine load hit both alike.
     """
     for _ in range(warmup):
         fn()
         base()
-    diffs = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        t1 = time.perf_counter()
-        base()
-        diffs.append((t1 - t0) - (time.perf_counter() - t1))
-    return float(np.median(diffs))
+    times: dict[int, list[float]] = {0: [], 1: []}
+    per_block = max(1, calls // blocks)
+    for _ in range(blocks):
+        for which, f in enumerate((fn, base)):
+            for _ in range(per_block):
+                t = time.perf_counter()
+                f()
+                times[which].append(time.perf_counter() - t)
+    return float(np.median(times[0]) - np.median(times[1]))
 
 
-def step_time_curve(plan: RunPlan, batches: list[int], steps: int, chunk: int = 10) -> list[float]:
-    """Median training-step seconds of one replica (OneDeviceStrategy) for each batch.
+def _median_step_s(strategy: tf.distribute.Strategy, plan: RunPlan, steps: int, skip: int = 5) -> float:
+    """Median ``model.fit`` step seconds of ``plan`` under ``strategy`` (the first ``skip`` steps left out)."""
+    with strategy.scope():
+        model = build_keras_model(plan)
+        compile_model(model, plan)
+    timer = StepTimer(steps + skip)
+    model.fit(make_dataset(plan), epochs=1, steps_per_epoch=steps + skip, verbose=0, callbacks=[timer])
+    # A finished fit's input iterator keeps its prefetch thread until collected,
+    # and those threads would slow every later measurement in this process.
+    del model
+    gc.collect()
+    tf.keras.backend.clear_session()
+    return float(np.median((np.asarray(timer.end_s) - np.asarray(timer.begin_s))[skip:]))
 
-    The batch sizes take turns, ``chunk`` steps at a time (the first step of
-    each turn is left out: it restarts the input iterator), so load changes
-    on a shared machine hit every size alike.
-    """
+
+def step_time_curve(plan: RunPlan, batches: list[int], steps: int) -> list[float]:
+    """Median training-step seconds of one replica (OneDeviceStrategy) for each batch."""
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
-    runs = []
-    for b in batches:
-        p = plan.with_(strategy="one_device", per_replica_batch=b, steps_per_epoch=chunk, epochs=1,
-                       replicas_per_worker=1, n_train=None)
-        with strategy.scope():
-            model = build_keras_model(p)
-            compile_model(model, p)
-        runs.append((p, model, make_dataset(p), []))
-    for _ in range(max(1, steps // (chunk - 1))):
-        for p, model, ds, times in runs:
-            timer = StepTimer(chunk)
-            model.fit(ds, epochs=1, steps_per_epoch=chunk, verbose=0, callbacks=[timer])
-            times.extend((np.asarray(timer.end_s) - np.asarray(timer.begin_s))[1:])
-    return [float(np.median(times)) for _, _, _, times in runs]
+    return [
+        _median_step_s(strategy, plan.with_(strategy="one_device", per_replica_batch=b, replicas_per_worker=1,
+                                            n_train=None, steps_per_epoch=steps), steps)
+        for b in batches
+    ]
+
+
+def replica_step_times(plan: RunPlan, devices: list[str], counts: list[int], batch: int, steps: int) -> list[float]:
+    """Median Mirrored step seconds with ``batch`` examples per replica on the
+    first n of ``devices``, for each n in ``counts``. With a tiny batch the
+    step is host work, so the growth with n is what each replica adds."""
+    out = []
+    for n in counts:
+        strategy = tf.distribute.MirroredStrategy(devices[:n], cross_device_ops=tf.distribute.ReductionToOneDevice())
+        p = plan.with_(strategy="mirrored", per_replica_batch=batch, replicas_per_worker=n, n_train=None,
+                       steps_per_epoch=steps)
+        out.append(_median_step_s(strategy, p, steps))
+    return out
 
 
 def input_seconds_per_example(plan: RunPlan, batches: int = 200) -> float:
@@ -155,27 +181,38 @@ def allreduce_times(strategy: tf.distribute.Strategy, sizes_bytes: list[int], ca
     return out
 
 
-def run_local(plan: RunPlan, *, batches: list[int], devices: list[int], sizes_bytes: list[int], steps: int) -> dict:
-    """The ``local`` part (see module docs). ``plan`` gives the model and data."""
-    configure_for_plan(plan.with_(strategy="mirrored", replicas_per_worker=max(devices), device="cpu"))
-    cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
+def run_single(plan: RunPlan, *, batches: list[int], steps: int) -> dict:
+    """The ``single`` part: one logical device, as in a one-device run (see module docs)."""
+    configure_for_plan(plan.with_(strategy="one_device", replicas_per_worker=1, device="cpu"))
     env = describe_tensorflow()
-    allreduce = {}
-    for n in devices:
-        strategy = tf.distribute.MirroredStrategy(cpus[:n], cross_device_ops=tf.distribute.ReductionToOneDevice())
-        allreduce[str(n)] = allreduce_times(strategy, sizes_bytes)
     return {
         "batches": batches,
         "step_time_s": step_time_curve(plan, batches, steps),
         "input_s_per_sample": input_seconds_per_example(plan),
         "matmul_flops_per_s": matmul_flops_per_s(),
         "memory_Bps": memory_bytes_per_s(),
-        "sizes_bytes": sizes_bytes,
-        "allreduce_s": allreduce,
-        "cross_device_op": "reduction_to_one_device",
         "device": env.device_summary,
         "cpu_model": env.cpu_model,
         "tf_version": env.tf_version,
+    }
+
+
+def run_local(plan: RunPlan, *, devices: list[int], sizes_bytes: list[int], steps: int) -> dict:
+    """The ``local`` part: ``max(devices)`` logical CPUs (see module docs)."""
+    configure_for_plan(plan.with_(strategy="mirrored", replicas_per_worker=max(devices), device="cpu"))
+    cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
+    allreduce = {}
+    for n in devices:
+        strategy = tf.distribute.MirroredStrategy(cpus[:n], cross_device_ops=tf.distribute.ReductionToOneDevice())
+        allreduce[str(n)] = allreduce_times(strategy, sizes_bytes)
+    counts = sorted({1, max(devices)})
+    return {
+        "replica_counts": counts,
+        "replica_batch": TINY_BATCH,
+        "replica_step_time_s": replica_step_times(plan, cpus, counts, TINY_BATCH, steps),
+        "sizes_bytes": sizes_bytes,
+        "allreduce_s": allreduce,
+        "cross_device_op": "reduction_to_one_device",
     }
 
 
@@ -197,11 +234,12 @@ def run_collective(plan: RunPlan, tf_config: dict, *, sizes_bytes: list[int]) ->
 def run_spec(spec: dict, tf_config: dict | None) -> dict:
     """Run the part a calibration spec names (see :mod:`distsim.real.calibrate`)."""
     plan = RunPlan.from_dict(spec["plan"])
+    if spec["part"] == "single":
+        return run_single(plan, batches=spec["batches"], steps=spec["steps"])
     if spec["part"] == "local":
-        return run_local(plan, batches=spec["batches"], devices=spec["devices"], sizes_bytes=spec["sizes_bytes"],
-                         steps=spec["steps"])
+        return run_local(plan, devices=spec["devices"], sizes_bytes=spec["sizes_bytes"], steps=spec["steps"])
     if spec["part"] == "collective":
         if tf_config is None:
             raise ValueError("the collective micro-benchmark needs a TF_CONFIG")
         return run_collective(plan, tf_config, sizes_bytes=spec["sizes_bytes"])
-    raise ValueError(f"micro-benchmark part={spec['part']!r}; allowed: 'local', 'collective'")
+    raise ValueError(f"micro-benchmark part={spec['part']!r}; allowed: 'single', 'local', 'collective'")

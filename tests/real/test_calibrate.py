@@ -39,10 +39,13 @@ def test_link_fit_recovers_the_parameters_the_cost_model_was_evaluated_with(betw
 
 
 def test_a_real_calibration_writes_presets_that_scenarios_use(tmp_path, monkeypatch):
-    cal = calibrate(workload="mnist_mlp", repeats=1, batches=(16, 128), devices=(2,), sizes_bytes=(4096, 2**20),
-                    steps=20, preset_dir=tmp_path, out=tmp_path / "calibration.json", timeout_s=300)
+    cal = calibrate(workload="mnist_mlp", repeats=1, workers=(2,), batches=(16, 128), devices=(2,),
+                    sizes_bytes=(4096, 2**20), steps=20, preset_dir=tmp_path, out=tmp_path / "calibration.json",
+                    timeout_s=300)
     # Physical sanity of what was measured (not its speed: the machine is shared).
     assert cal.compute_s_per_example > 0 and cal.step_overhead_s >= 0
+    assert cal.replica_counts == [1, 2] and cal.replica_dispatch_s >= 0
+    assert cal.ps_update_s > 0 and cal.ps_request_s >= 0
     assert 0 < cal.efficiency <= 1
     assert cal.intra.bandwidth_Bps > 0 and cal.inter.bandwidth_Bps > 0
     assert cal.meta["inter_cross_device_op"] == "CollectiveAllReduce (ring)"
@@ -51,6 +54,9 @@ def test_a_real_calibration_writes_presets_that_scenarios_use(tmp_path, monkeypa
     device, sources = load_preset("device", DEVICE_PRESET)
     assert device["step_overhead_s"] == pytest.approx(cal.step_overhead_s)
     assert "intercept" in sources["step_overhead_s"]
+    assert device["replica_dispatch_s"] == pytest.approx(cal.replica_dispatch_s)
+    link, _ = load_preset("link", INTER_LINK_PRESET)
+    assert link["request_s"] == pytest.approx(cal.ps_request_s)
     scenario = make_scenario(DEVICE_PRESET, workload_preset_name("mnist_mlp"), "mirrored", devices_per_worker=2,
                              physical_cores=2, intra_link=INTRA_LINK_PRESET, inter_link=INTER_LINK_PRESET,
                              global_batch=64, steps=4)
