@@ -167,3 +167,62 @@ def test_sweep_rejects_invalid_values(over, match):
     scn = make_scenario("k80", "mnist_mlp", "mirrored", devices_per_worker=1, global_batch=64)
     with pytest.raises(ValueError, match=match):
         sweep(scn, over)
+
+
+# ---- host costs: dispatch, processes below one core, metric all-reduces, PS requests ----------------------
+def _cpu(n_local, workers=1, cores=2.0, dispatch=1e-3, overhead=5e-4, batch=192, latency=0.0, **kw):
+    strategy = "multi_worker_mirrored" if workers > 1 else ("mirrored" if n_local > 1 else "one_device")
+    return make_scenario(
+        {"preset": "this_machine_core", "step_overhead_s": overhead, "replica_dispatch_s": dispatch},
+        {"preset": "mnist_mlp", "input_s_per_sample": 0.0}, strategy, num_workers=workers,
+        devices_per_worker=n_local, physical_cores=cores, global_batch=batch, optimizer_bytes_per_param=0,
+        intra_link={"preset": "shared_memory", "bandwidth_Bps": 1e15, "latency_s": 0.0},
+        inter_link={"preset": "localhost_grpc", "bandwidth_Bps": 1e15, "latency_s": latency}, steps=6, **kw)
+
+
+@settings(max_examples=30, deadline=None)
+@given(local=st.integers(1, 4), workers=st.integers(1, 3), dispatch=st.sampled_from([0.0, 2e-4, 3e-3]),
+       cores=st.sampled_from([0.5, 2.0 / 3.0, 1.0, 2.0]), batch=st.integers(1, 32), metrics=st.integers(0, 4))
+def test_cpu_timeline_with_host_costs_equals_closed_form(local, workers, dispatch, cores, batch, metrics):
+    scn = _cpu(local, workers, cores, dispatch, batch=batch * local * workers, metric_values=metrics)
+    # Exact arithmetic on the same numbers both ways; float rounding only.
+    np.testing.assert_allclose(simulate(scn).step_times_s[2:], float(_model(scn).step_time_s), rtol=1e-9)
+
+
+def test_replicas_on_shared_cores_form_a_flow_shop():
+    # q: one replica's compute on both cores; the host dispatches 4 replicas, d each.
+    one = _cpu(1, dispatch=0.0, overhead=0.0)
+    for d in (1e-4, 2e-3):
+        q = float(_model(one.replace("training.global_batch", 48)).step_time_s)  # 48 examples on all cores
+        four = _model(_cpu(4, dispatch=d, overhead=0.0))
+        # Hand-derived makespan of dispatch-then-compute jobs on one host and one core pool.
+        assert float(four.step_time_s) == pytest.approx(4 * max(d, q) + min(d, q), rel=1e-6)
+
+
+def test_a_process_below_one_core_runs_its_host_work_slower():
+    full = _model(_cpu(1, cores=1.0, batch=1))
+    third = _model(_cpu(1, cores=1.0 / 3.0, batch=1))
+    # Overhead and dispatch (1.5 ms) stretch 3x; one example's compute does too.
+    assert float(third.step_time_s) == pytest.approx(3 * float(full.step_time_s), rel=1e-9)
+
+
+def test_metric_all_reduces_cost_latency_across_processes_only():
+    from distsim.collectives import cost_model
+
+    lat = 1e-3
+    two = [_model(_cpu(1, workers=2, cores=1.0, latency=lat, metric_values=m)).step_time_s for m in (0, 4)]
+    ring = float(cost_model("ring", 2, ranks_per_node=1).time_s(4.0, 0.0, 1e15, lat, 1e15))
+    assert float(two[1] - two[0]) == pytest.approx(4 * ring, rel=1e-9)
+    # Inside one process the metric reads are no collectives.
+    local = [_model(_cpu(2, metric_values=m)).step_time_s for m in (0, 4)]
+    assert float(local[1]) == float(local[0])
+
+
+def test_ps_request_cost_caps_throughput_at_the_server():
+    base = make_scenario("this_machine_core", "mnist_mlp", "parameter_server", num_workers=4, global_batch=64,
+                         physical_cores=0.5, steps=200)
+    free = predict(base)
+    busy = predict(base.replace("cluster.inter_link.request_s", 5e-3))
+    # Each update needs a pull and a push, each holding the PS for at least request_s.
+    assert busy.summary.throughput_samples_per_s <= 16 / (2 * 5e-3) * (1 + 1e-9)
+    assert busy.summary.throughput_samples_per_s < free.summary.throughput_samples_per_s
