@@ -162,21 +162,23 @@ def shares_cores(p: dict, device_kind: str) -> np.ndarray:
     return (device_kind == "cpu") & ~np.isnan(p["cluster.physical_cores"])
 
 
+def _worker_cores(p: dict, device_kind: str) -> np.ndarray:
+    """Physical cores of a worker whose replicas share them; 1 (one device's own hardware) otherwise."""
+    return np.where(shares_cores(p, device_kind), p["cluster.physical_cores"], 1.0)
+
+
 def seconds_per_example(p: dict, device_kind: str) -> np.ndarray:
     """Compute seconds per example on one replica running alone on its
     hardware: all of the worker's cores for CPU devices that share them."""
     measured = p["workload.compute_s_per_sample"]
     derived = p["workload.flops_per_sample"] / (p["cluster.device.peak_flops"] * p["cluster.device.efficiency"])
-    per_core = np.where(np.isnan(measured), derived, measured)
-    cores = np.where(shares_cores(p, device_kind), p["cluster.physical_cores"], 1.0)
-    return per_core / cores
+    return np.where(np.isnan(measured), derived, measured) / _worker_cores(p, device_kind)
 
 
 def host_slowdown(p: dict, device_kind: str) -> np.ndarray:
     """How much slower a worker's single-threaded host work runs: ``1 /
     physical_cores`` when its process has less than one core, else 1."""
-    cores = np.where(shares_cores(p, device_kind), p["cluster.physical_cores"], 1.0)
-    return 1.0 / np.minimum(cores, 1.0)
+    return 1.0 / np.minimum(_worker_cores(p, device_kind), 1.0)
 
 
 def dispatch_wait_s(local, dispatch, compute, shared) -> np.ndarray:
@@ -449,10 +451,9 @@ def simulate(scenario: Scenario) -> Timeline:
         work = rep_batch[s] * per_example * factor[s]
         if shared:  # the worker's replicas take turns on its cores, in dispatch order
             turn = disp_end[s].reshape(workers, local).copy()
-            done = work.reshape(workers, local)
-            for j in range(local):
-                if j:
-                    turn[:, j] = np.maximum(turn[:, j], turn[:, j - 1] + done[:, j - 1])
+            busy = work.reshape(workers, local)
+            for j in range(1, local):
+                turn[:, j] = np.maximum(turn[:, j], turn[:, j - 1] + busy[:, j - 1])
             c_start[s] = turn.ravel()
         else:
             c_start[s] = disp_end[s]
