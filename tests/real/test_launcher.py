@@ -139,8 +139,12 @@ def test_bad_task_lists_are_rejected(tmp_path):
 
 
 # ---- a real MultiWorkerMirrored run whose launcher is interrupted or killed -------------------------
+# A shell that starts a command in the background (`make test &`, some CI
+# runners) makes it ignore SIGINT, and children inherit that; Python then never
+# installs its KeyboardInterrupt handler. Restore it, as an interactive Python has.
 LAUNCHER = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from distsim.real.experiment import run
 from distsim.real.plan import RunPlan
 plan = RunPlan("multi_worker_mirrored", num_workers=2, per_replica_batch=16, steps_per_epoch=100000)
