@@ -110,10 +110,11 @@ class AsyncCosts:
 def async_costs(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> AsyncCosts:
     """Every replica is an asynchronous worker: it computes one replica
     batch (input prefetched), pushes the gradient and pulls the variables
-    over the inter-worker link. Each of ``num_ps`` PS shards serves one
-    transfer at a time and spends ``request_s + (gradient / num_ps) /
-    bandwidth`` on it; a transfer to an idle PS takes ``latency + request_s +
-    gradient / bandwidth``."""
+    over the inter-worker link. A transfer to an idle PS takes ``latency +
+    request_s + gradient / bandwidth``. Each of ``num_ps`` PS shards serves
+    one transfer at a time and is busy ``request_s + (gradient / num_ps) /
+    bandwidth`` on it; in an ``in_process`` cluster the one process is busy
+    for the whole transfer (its latency is that process's own work)."""
     parts = timing.step_parts(p, p["training.global_batch"], plan_, device_kind, shard_policy, 0.0)
     # Each worker reads only its own batch (the PS coordinator hands out per-worker datasets).
     replicas = p["cluster.num_workers"] * p["cluster.devices_per_worker"]
@@ -129,7 +130,7 @@ def async_costs(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: st
         compute_s=compute,
         push_s=link,
         pull_s=link,
-        ps_service_s=request + grad / num_ps / p["cluster.inter_link.bandwidth_Bps"],
+        ps_service_s=link if plan_.ps_cluster == "in_process" else request + grad / num_ps / p["cluster.inter_link.bandwidth_Bps"],
     )
 
 

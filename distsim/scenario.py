@@ -59,6 +59,9 @@ STRATEGIES: tuple[str, ...] = (
 )
 MODES: tuple[str, ...] = ("sync", "async")
 
+#: How a parameter-server cluster's tasks are hosted (see :class:`Strategy`).
+PS_CLUSTERS: tuple[str, ...] = ("processes", "in_process")
+
 #: Gradient-summation algorithms (see :mod:`distsim.collectives`).
 ALGORITHMS: tuple[str, ...] = (
     "ring",
@@ -315,12 +318,20 @@ class Strategy:
         mode: ``sync`` or ``async``; ``None`` is the strategy's default
             (async for parameter_server, sync otherwise).
         num_ps: parameter-server shards (parameter_server only).
+        ps_cluster: how an asynchronous parameter-server cluster is hosted,
+            one of :data:`PS_CLUSTERS`. ``"processes"``: every task is its
+            own process (or machine), and a PS is busy only ``request_s`` +
+            its share of the bytes per transfer. ``"in_process"``: one
+            process hosts the PS and every worker (``distsim.real``'s
+            default localhost cluster); that process handles one transfer
+            at a time from start to end, latency included.
     """
 
     name: str = "mirrored"
     algorithm: str | None = None
     mode: str | None = None
     num_ps: int = 1
+    ps_cluster: str = "processes"
 
     def __post_init__(self) -> None:
         self.check("Strategy")
@@ -334,6 +345,7 @@ class Strategy:
             if self.mode == "async" and self.name != "parameter_server":
                 raise FieldError(path, "mode", self.mode, "'sync' (only parameter_server trains asynchronously)")
         _integer(path, "num_ps", self.num_ps)
+        _choice(path, "ps_cluster", self.ps_cluster, PS_CLUSTERS)
 
 
 @dataclass(frozen=True)
@@ -738,6 +750,7 @@ def make_scenario(
     algorithm: str | None = None,
     mode: str | None = None,
     num_ps: int = 1,
+    ps_cluster: str = "processes",
     name: str = "",
     **training: Any,
 ) -> Scenario:
@@ -761,7 +774,8 @@ def make_scenario(
             "name": name,
             "cluster": cluster,
             "workload": workload,
-            "strategy": {"name": strategy, "algorithm": algorithm, "mode": mode, "num_ps": num_ps},
+            "strategy": {"name": strategy, "algorithm": algorithm, "mode": mode, "num_ps": num_ps,
+                         "ps_cluster": ps_cluster},
             "training": training,
         }
     )

@@ -68,6 +68,8 @@ class StrategyPlan:
         mode: ``sync`` or ``async``.
         prefetch: whether input overlaps with compute.
         tf_class: the TensorFlow class.
+        ps_cluster: how a parameter-server cluster is hosted
+            (:attr:`distsim.scenario.Strategy.ps_cluster`).
     """
 
     strategy: str
@@ -77,6 +79,7 @@ class StrategyPlan:
     mode: str = "sync"
     prefetch: bool = True
     tf_class: str = ""
+    ps_cluster: str = "processes"
 
 
 def default_algorithm(scenario: Scenario) -> str | None:
@@ -122,4 +125,5 @@ def plan(scenario: Scenario) -> StrategyPlan:
         mode=mode,
         prefetch=bool(prefetch),
         tf_class=TF_CLASS[s.name],
+        ps_cluster=s.ps_cluster,
     )

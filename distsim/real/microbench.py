@@ -16,9 +16,12 @@ Three parts, each in its own process because they need different device setups:
 
 Every timing is a median over repeated calls after warm-up calls. All-reduce
 times have the time of the same call without the all-reduce subtracted, so
-they hold only the collective; calls run back to back, as a training loop
-issues them. :mod:`distsim.real.calibrate` fits the
-simulator's parameters to these numbers.
+they hold only the collective. Each call issues :data:`ALLREDUCES_PER_CALL`
+all-reduces and the calls run back to back, as a Keras training step issues
+its gradient and metric all-reduces one step after another; the time per
+all-reduce in that steady state is what a step pays (a lone all-reduce after
+a pause costs more, because its peers are not yet waiting for it).
+:mod:`distsim.real.calibrate` fits the simulator's parameters to these numbers.
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ from distsim.real.runners import (  # noqa: E402
 
 #: Per-replica batch of the replica-count benchmark: small enough that compute is negligible.
 TINY_BATCH = 4
+
+#: Independent all-reduces per benchmark call: a MultiWorkerMirrored Keras step
+#: issues 5 (the packed gradient and 4 metric scalars).
+ALLREDUCES_PER_CALL = 4
 
 
 def median_call_s(fn, *, calls: int = 25, warmup: int = 3) -> float:
@@ -153,31 +160,37 @@ def memory_bytes_per_s(nbytes: int = 64 * 2**20) -> float:
     return 2.0 * nbytes / median_call_s(lambda: scale().numpy(), calls=10)
 
 
-def allreduce_times(strategy: tf.distribute.Strategy, sizes_bytes: list[int], calls: int = 40) -> list[float]:
-    """Median all-reduce seconds per message size (sum of float32 vectors), net of call overhead.
+def allreduce_times(strategy: tf.distribute.Strategy, sizes_bytes: list[int], calls: int = 40,
+                    per_call: int = ALLREDUCES_PER_CALL) -> list[float]:
+    """Median seconds per all-reduce (sum of float32 vectors) for each message size, net of call overhead.
 
-    Every replica all-reduces a copy of a variable (never a constant, which
-    TensorFlow would fold); the same call returning the copy without reducing
-    it is the paired baseline (:func:`paired_difference_s`).
+    Each call all-reduces ``per_call`` independent variables' copies (never
+    constants, which TensorFlow would fold) and adds the results; the same
+    call adding the copies without reducing them is the paired baseline
+    (:func:`paired_difference_s`). The difference divided by ``per_call`` is
+    one all-reduce's share.
     """
     out = []
     for size in sizes_bytes:
         n = max(1, size // 4)
         with strategy.scope():
-            v = tf.Variable(tf.ones([n]))
+            variables = [tf.Variable(tf.ones([n])) for _ in range(per_call)]
 
         @tf.function
         def reduce():
-            return strategy.run(lambda: tf.distribute.get_replica_context().all_reduce("sum", v * 1.0))
+            def replica():
+                ctx = tf.distribute.get_replica_context()
+                return tf.add_n([ctx.all_reduce("sum", v * 1.0) for v in variables])
+            return strategy.run(replica)
 
         @tf.function
         def copy():
-            return strategy.run(lambda: v * 1.0)
+            return strategy.run(lambda: tf.add_n([v * 1.0 for v in variables]))
 
         def first(fn):
             return lambda: strategy.experimental_local_results(fn())[0][0].numpy()
 
-        out.append(max(0.0, paired_difference_s(first(reduce), first(copy), calls=calls)))
+        out.append(max(0.0, paired_difference_s(first(reduce), first(copy), calls=calls)) / per_call)
     return out
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from distsim.jsonfile import read_json, write_json
 from distsim.models import MODELS
+from distsim.scenario import PS_CLUSTERS  # servers in the coordinator's process, or one process per task
 
 #: Strategies distsim.real can run, by short name.
 STRATEGIES: tuple[str, ...] = (
@@ -41,9 +42,6 @@ SHARD_POLICIES: tuple[str, ...] = ("DATA", "OFF")
 #: How ParameterServerStrategy is driven.
 PS_LOOPS: tuple[str, ...] = ("fit", "custom")
 
-#: Where the parameter-server cluster lives: servers inside the coordinator's
-#: process, or one process per task (like a real cluster).
-PS_CLUSTERS: tuple[str, ...] = ("in_process", "processes")
 
 PLAN_SCHEMA_VERSION = 1
 
@@ -288,10 +286,12 @@ def _model_kwargs(model: str, num_params: int) -> dict[str, Any]:
 def plan_from_scenario(scenario, **real_options: Any) -> RunPlan:
     """The real run of ``scenario`` (a :class:`distsim.scenario.Scenario`).
 
-    The scenario fixes strategy, cluster shape, workload, batch, steps,
-    epochs, seed and input pipeline; ``real_options`` sets the knobs only a
-    real run has (``ps_loop``, ``ps_cluster``, ``steps_per_execution``,
-    ``deterministic``, ``warmup_steps``, ``learning_rate``, ``n_train``).
+    The scenario fixes strategy, cluster shape (including the PS cluster's
+    hosting, ``strategy.ps_cluster``), workload, batch, steps, epochs, seed
+    and input pipeline; ``real_options`` sets the knobs only a real run has
+    (``ps_loop``, ``steps_per_execution``, ``deterministic``,
+    ``warmup_steps``, ``learning_rate``, ``n_train``) and may override any
+    field.
 
     For ``parameter_server``, ``training.steps`` counts updates per worker
     (as in the simulator), so the run applies ``steps x num_workers`` updates
@@ -331,6 +331,7 @@ def plan_from_scenario(scenario, **real_options: Any) -> RunPlan:
         if s.algorithm not in (None, "parameter_server"):
             raise ValueError(f"strategy.algorithm={s.algorithm!r}; allowed with parameter_server: 'parameter_server'")
         options["num_ps"] = s.num_ps
+        options["ps_cluster"] = s.ps_cluster
         steps = t.steps * c.num_workers
     elif s.name == "mirrored":
         if s.algorithm not in _MIRRORED_OPS:

@@ -74,3 +74,15 @@ def test_one_process_per_task_like_a_real_cluster():
     assert r.meta["task"] == "chief0" and r.meta["ps_cluster"] == "processes"
     assert len(r.staleness.staleness) == plan.total_steps
     assert set(np.unique(r.staleness.worker)) == set(range(WORKERS))
+
+
+def test_the_scenario_says_how_the_real_ps_cluster_is_hosted():
+    from distsim.data import repo_root
+    from distsim.real.plan import plan_from_scenario
+    from distsim.scenario import Scenario
+
+    example = Scenario.load(repo_root() / "examples" / "scenarios" / "localhost_parameter_server_async_mnist.json")
+    assert plan_from_scenario(example).ps_cluster == "in_process"
+    assert plan_from_scenario(example.replace("strategy.ps_cluster", "processes")).ps_cluster == "processes"
+    # A real-run option still overrides the scenario.
+    assert plan_from_scenario(example, ps_cluster="processes").ps_cluster == "processes"
