@@ -6,7 +6,7 @@
 * the single-replica training step against the per-replica batch; a straight
   line through it gives the host cost of a step (intercept) and the
   **seconds per example** (slope) of the calibration workload;
-* the step of a tiny batch (4 examples per replica) on 1 and on N logical
+* the step of a tiny batch (4 examples per replica) on 1, 2, ..., N logical
   devices: what each extra replica adds is the **per-replica dispatch**
   (less the all-reduce, priced by the fitted link); the intercept less one
   dispatch and the optimizer update is the **per-step fixed overhead**;
@@ -72,10 +72,10 @@ PS_BATCH, PS_UPDATES = 4, 60
 OPTIMIZER_BYTES_PER_PARAM = Training().optimizer_bytes_per_param
 
 #: Names of the presets :func:`write_presets` writes.
-#: Training steps per point of the step-time curves. At 30 steps a point's
-#: median moved by up to 40 % between rounds on the shared 2-core machine, and
-#: every predicted ratio divides by the one-device point; 100 steps of a few
-#: milliseconds each cost under a second per point.
+#: Training steps per point of the step-time curves. At 30 steps two repeats
+#: of one point differed by up to 2x on the shared 2-core machine (2.9 and
+#: 6.1 ms at 64 examples), and every predicted ratio divides by the
+#: one-device point; 100 steps of a few milliseconds cost under a second.
 CURVE_STEPS = 100
 
 DEVICE_PRESET = "this_machine"
@@ -261,13 +261,15 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
         inter_t += list(med)
     inter = fit_link("ring", inter_ranks, inter_bytes, inter_t, between_processes=True)
     # Each replica beyond the first adds its dispatch and makes the gradient's
-    # all-reduce one rank wider; the fitted link prices the latter.
+    # all-reduce one rank wider; the fitted link prices the latter. The
+    # dispatch is the slope of a line through every count (one noisy step
+    # time moves a slope through 4 points less than a two-point difference).
     counts = list(first["replica_counts"])
     tiny = np.median([r["replica_step_time_s"] for r in local_rounds], axis=0)
-    n = counts[-1]
-    if n > 1:
-        reduce_s = _link_cost("reduce_to_one", n, grad_bytes, intra.latency_s, intra.bandwidth_Bps, False)
-        dispatch = max(float(tiny[-1] - tiny[0] - reduce_s) / (n - 1), 0.0)
+    reduce_s = [_link_cost("reduce_to_one", n, grad_bytes, intra.latency_s, intra.bandwidth_Bps, False)
+                if n > 1 else 0.0 for n in counts]
+    if len(counts) > 1:
+        dispatch = max(float(np.polyfit(counts, tiny - np.asarray(reduce_s), 1)[0]), 0.0)
     else:
         dispatch = 0.0
     # The intercept holds every per-step cost that does not grow with the
@@ -402,8 +404,8 @@ def write_presets(cal: Calibration, directory: str | Path | None = None) -> list
         "memory_bytes": "this machine's MemTotal (/proc/meminfo)",
         "step_overhead_s": f"measured: intercept of single-replica step time vs batch, less one replica's "
                            f"dispatch and the update ({how})",
-        "replica_dispatch_s": f"measured: growth of the {cal.replica_counts}-device step time at 4 examples per "
-                              f"replica, less the all-reduce, per extra replica ({how})",
+        "replica_dispatch_s": f"measured: slope of the step time at 4 examples per replica against the device "
+                              f"count ({cal.replica_counts}), less the all-reduce ({how})",
     }
     paths = [write_user_preset("device", DEVICE_PRESET, device, device_sources, directory)]
     for name, link, what in ((INTRA_LINK_PRESET, cal.intra, "logical devices in one process"),

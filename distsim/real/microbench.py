@@ -8,7 +8,7 @@ Three parts, each in its own process because they need different device setups:
   pipeline's seconds per example, a large matmul's FLOP rate and a
   memory-copy rate;
 * ``local`` (one process, ``max(devices)`` logical CPUs): the step time of a
-  tiny batch on 1 and on N logical devices (what each extra replica costs
+  tiny batch on 1, 2, ..., N logical devices (what each extra replica costs
   the host) and the all-reduce time against message size across 2..N
   logical devices with the cross-device op Mirrored uses here;
 * ``collective`` (one process per worker, a MultiWorkerMirrored cluster): the
@@ -218,7 +218,7 @@ def run_local(plan: RunPlan, *, devices: list[int], sizes_bytes: list[int], step
     for n in devices:
         strategy = tf.distribute.MirroredStrategy(cpus[:n], cross_device_ops=tf.distribute.ReductionToOneDevice())
         allreduce[str(n)] = allreduce_times(strategy, sizes_bytes)
-    counts = sorted({1, max(devices)})
+    counts = list(range(1, max(devices) + 1))
     return {
         "replica_counts": counts,
         "replica_batch": TINY_BATCH,
