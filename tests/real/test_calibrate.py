@@ -12,7 +12,10 @@ from distsim.real.calibrate import (
     DEVICE_PRESET,
     INTER_LINK_PRESET,
     INTRA_LINK_PRESET,
+    OPTIMIZER_BYTES_PER_PARAM,
+    PS_BATCH,
     calibrate,
+    fit,
     fit_link,
     workload_preset_name,
 )
@@ -36,6 +39,41 @@ def test_link_fit_recovers_the_parameters_the_cost_model_was_evaluated_with(betw
     assert link.latency_s == pytest.approx(alpha, rel=1e-6)
     assert link.bandwidth_Bps == pytest.approx(bandwidth, rel=1e-6)
     np.testing.assert_allclose(link.predicted_s(), times, rtol=1e-9)
+
+
+def _link(algorithm, ranks, n, alpha, bandwidth, between_processes):
+    if between_processes:
+        return float(cost_model(algorithm, ranks, ranks_per_node=1).time_s(n, 0, np.inf, alpha, bandwidth))
+    return float(cost_model(algorithm, ranks, ranks_per_node=ranks).time_s(n, alpha, bandwidth))
+
+
+def test_fit_recovers_overhead_dispatch_slope_and_request_from_synthetic_rounds():
+    # Micro-benchmark rounds built from known host costs with the simulator's own formulas.
+    overhead, dispatch, per_example, request = 1.1e-3, 0.8e-3, 6e-6, 2e-3
+    memory, grad = 2e10, 101770 * 4
+    update = 101770 * OPTIMIZER_BYTES_PER_PARAM / memory
+    intra, inter = (3e-5, 4e10), (1.5e-3, 3e8)
+    batches, sizes, counts = [16, 64, 256], [4096, 2**20, 2**22], [1, 2, 3, 4]
+    tiny = [overhead + n * dispatch + update + PS_BATCH * per_example
+            + (_link("reduce_to_one", n, grad, *intra, False) if n > 1 else 0.0) for n in counts]
+    local = {
+        "batches": batches, "step_time_s": [overhead + dispatch + update + b * per_example for b in batches],
+        "memory_Bps": memory, "sizes_bytes": sizes,
+        "allreduce_s": {str(n): [_link("reduce_to_one", n, m, *intra, False) for m in sizes] for n in (2, 4)},
+        "replica_counts": counts, "replica_step_time_s": tiny, "input_s_per_sample": 5e-6,
+        "matmul_flops_per_s": 1e11, "device": "cpu", "cpu_model": "x", "tf_version": "2",
+        "cross_device_op": "reduction_to_one_device",
+    }
+    collective = [{"workers": w, "allreduce_s": [_link("ring", w, m, *inter, True) for m in sizes],
+                   "cross_device_op": "ring"} for w in (2, 3)]
+    link = inter[0] + grad / inter[1]
+    ps_update = overhead + dispatch + PS_BATCH * per_example + 2 * (link + request)
+    cal = fit([local], collective, [ps_update], workload="mnist_mlp", physical_cores=2)
+    # Exact inputs, so only float rounding separates the fit from the truth.
+    assert cal.compute_s_per_example == pytest.approx(per_example, rel=1e-6)
+    assert cal.replica_dispatch_s == pytest.approx(dispatch, rel=1e-6)
+    assert cal.step_overhead_s == pytest.approx(overhead, rel=1e-6)
+    assert cal.ps_request_s == pytest.approx(request, rel=1e-6)
 
 
 def test_a_real_calibration_writes_presets_that_scenarios_use(tmp_path, monkeypatch):
