@@ -21,7 +21,8 @@ import time
 import numpy as np
 
 from distsim.real.experiment import run
-from distsim.real.plan import PS_CLUSTERS, RunPlan
+from distsim.real.plan import RunPlan
+from distsim.scenario import PS_CLUSTERS
 
 
 def main() -> int:

@@ -227,11 +227,9 @@ def metric_comm_s(p: dict, plan_: StrategyPlan, num_replicas: int) -> np.ndarray
     all-reduces one after another with the gradient's schedule, when the
     replicas span several worker processes (multi_worker_mirrored); 0
     otherwise."""
-    zero = np.zeros_like(p["training.metric_values"])
-    if plan_.strategy != "multi_worker_mirrored" or plan_.algorithm is None or num_replicas == 1:
-        return zero
-    if np.all(p["cluster.num_workers"] == 1):
-        return zero
+    one_process = np.all(p["cluster.num_workers"] == 1)
+    if plan_.strategy != "multi_worker_mirrored" or plan_.algorithm is None or one_process:
+        return np.zeros_like(p["training.metric_values"])
     model = cost_model(plan_.algorithm, int(num_replicas), **plan_.options)
     one = model.time_s(4.0, p["cluster.intra_link.latency_s"], p["cluster.intra_link.bandwidth_Bps"],
                        p["cluster.inter_link.latency_s"], p["cluster.inter_link.bandwidth_Bps"])

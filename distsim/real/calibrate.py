@@ -71,13 +71,13 @@ PS_BATCH, PS_UPDATES = 4, 60
 #: Bytes the SGD update moves per parameter (the simulator's default for plain SGD).
 OPTIMIZER_BYTES_PER_PARAM = Training().optimizer_bytes_per_param
 
-#: Names of the presets :func:`write_presets` writes.
 #: Training steps per point of the step-time curves. At 30 steps two repeats
-#: of one point differed by up to 2x on the shared 2-core machine (2.9 and
-#: 6.1 ms at 64 examples), and every predicted ratio divides by the
-#: one-device point; 100 steps of a few milliseconds cost under a second.
+#: of one point differed by up to 2x on the shared 2-core machine in a one-off
+#: check (2.9 and 6.1 ms at 64 examples), and every predicted ratio divides by
+#: the one-device point; 100 steps of a few milliseconds cost under a second.
 CURVE_STEPS = 100
 
+#: Names of the presets :func:`write_presets` writes.
 DEVICE_PRESET = "this_machine"
 INTRA_LINK_PRESET = "this_machine_memory"
 INTER_LINK_PRESET = "this_machine_grpc"
@@ -229,6 +229,17 @@ def fit_link(algorithm: str, ranks: Sequence[int], message_bytes: Sequence[int],
                    [float(x) for x in t])
 
 
+def _median_points(rounds_by_ranks: dict[int, list], sizes: list[int]) -> tuple[list, list, list]:
+    """(ranks, message bytes, median seconds over rounds) of every measured
+    point, from each rank count's per-round lists of all-reduce times per size."""
+    ranks, message_bytes, times = [], [], []
+    for n, rounds in rounds_by_ranks.items():
+        ranks += [n] * len(sizes)
+        message_bytes += sizes
+        times += list(np.median(rounds, axis=0))
+    return ranks, message_bytes, times
+
+
 def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_rounds: Sequence[float], *,
         workload: str, physical_cores: int | None = None) -> Calibration:
     """A :class:`Calibration` from raw micro-benchmark rounds (medians over rounds).
@@ -246,20 +257,11 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
     values, _ = load_preset("workload", workload)
     grad_bytes = values["num_params"] * values["bytes_per_param"]
     sizes = list(first["sizes_bytes"])
-    intra_ranks, intra_bytes, intra_t = [], [], []
-    for n in first["allreduce_s"]:
-        med = np.median([r["allreduce_s"][n] for r in local_rounds], axis=0)
-        intra_ranks += [int(n)] * len(sizes)
-        intra_bytes += sizes
-        intra_t += list(med)
-    intra = fit_link("reduce_to_one", intra_ranks, intra_bytes, intra_t, between_processes=False)
-    inter_ranks, inter_bytes, inter_t = [], [], []
-    for w in sorted({r["workers"] for r in collective_rounds}):
-        med = np.median([r["allreduce_s"] for r in collective_rounds if r["workers"] == w], axis=0)
-        inter_ranks += [w] * len(sizes)
-        inter_bytes += sizes
-        inter_t += list(med)
-    inter = fit_link("ring", inter_ranks, inter_bytes, inter_t, between_processes=True)
+    intra_times = {int(n): [r["allreduce_s"][n] for r in local_rounds] for n in first["allreduce_s"]}
+    intra = fit_link("reduce_to_one", *_median_points(intra_times, sizes), between_processes=False)
+    inter_times = {w: [r["allreduce_s"] for r in collective_rounds if r["workers"] == w]
+                   for w in sorted({r["workers"] for r in collective_rounds})}
+    inter = fit_link("ring", *_median_points(inter_times, sizes), between_processes=True)
     # Each replica beyond the first adds its dispatch and makes the gradient's
     # all-reduce one rank wider; the fitted link prices the latter. The
     # dispatch is the slope of a line through every count (one noisy step

@@ -42,7 +42,6 @@ SHARD_POLICIES: tuple[str, ...] = ("DATA", "OFF")
 #: How ParameterServerStrategy is driven.
 PS_LOOPS: tuple[str, ...] = ("fit", "custom")
 
-
 PLAN_SCHEMA_VERSION = 1
 
 
