@@ -137,7 +137,8 @@ def main() -> int:
     print(f"\n{args.workload}, global batch {args.global_batch}, {args.steps} steps, {args.rounds} rounds, "
           f"{cpu_model()} ({os.cpu_count()} cores)")
     print(f"calibration: overhead {cal.step_overhead_s * 1e3:.2f} ms/step + {cal.replica_dispatch_s * 1e3:.2f} ms "
-          f"per replica, {cal.compute_s_per_example * 1e6:.1f} us/example, "
+          f"per replica ({cal.replica_variable_s * 1e3:.2f} ms of it for its variables), "
+          f"{cal.compute_s_per_example * 1e6:.1f} us/example, "
           f"input {cal.input_s_per_sample * 1e6:.1f} us/example, "
           f"memory link {cal.intra.latency_s * 1e6:.0f} us + {cal.intra.bandwidth_Bps / 1e9:.2f} GB/s, "
           f"gRPC link {cal.inter.latency_s * 1e6:.0f} us + {cal.inter.bandwidth_Bps / 1e9:.2f} GB/s, "

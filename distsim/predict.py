@@ -333,6 +333,10 @@ def _check_grid(scn: Scenario, p: dict) -> None:
     if bad.any():
         b = p["training.global_batch"][bad][0]
         raise ValueError(f"training.global_batch={int(b)}; allowed: >= {replicas} replicas when drop_remainder is true")
+    bad = p["cluster.device.replica_variable_s"] > p["cluster.device.replica_dispatch_s"]
+    if bad.any():
+        v, d = p["cluster.device.replica_variable_s"][bad][0], p["cluster.device.replica_dispatch_s"][bad][0]
+        raise ValueError(f"cluster.device.replica_variable_s={v:g}; allowed: <= cluster.device.replica_dispatch_s ({d:g} s)")
 
 
 def _evaluate(scn: Scenario, p: dict) -> dict[str, np.ndarray]:

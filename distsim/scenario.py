@@ -147,6 +147,12 @@ class Device:
             after another, so N replicas cost N of these per step; a replica
             starts computing once its dispatch is done. 0 when the preset's
             ``step_overhead_s`` already holds all host costs.
+        replica_variable_s: the part of ``replica_dispatch_s`` that serves the
+            replica's own copy of the variables (its optimizer update, metric
+            state, variable reads), seconds. Strategies that mirror the
+            variables on every replica pay it per replica; central_storage,
+            which keeps one copy, pays it once per step. At most
+            ``replica_dispatch_s``; 0 when not measured.
         sources: where each number comes from.
     """
 
@@ -158,6 +164,7 @@ class Device:
     memory_bytes: float
     step_overhead_s: float
     replica_dispatch_s: float = 0.0
+    replica_variable_s: float = 0.0
     sources: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -171,6 +178,8 @@ class Device:
         _number(path, "memory_bytes", self.memory_bytes, 0, low_open=True, unit="bytes")
         _number(path, "step_overhead_s", self.step_overhead_s, 0, unit="seconds")
         _number(path, "replica_dispatch_s", self.replica_dispatch_s, 0, unit="seconds")
+        _number(path, "replica_variable_s", self.replica_variable_s, 0, self.replica_dispatch_s,
+                unit="seconds; the bound is replica_dispatch_s")
 
     @property
     def effective_flops(self) -> float:

@@ -15,7 +15,9 @@ The model, per step and per replica (all times in seconds):
 * **host dispatch**: the worker's host spends ``step_overhead_s`` once per
   step, then dispatches its replicas one after another,
   ``replica_dispatch_s`` each; replica j starts computing when its dispatch
-  is done. A worker process with less than one physical core
+  is done. Part of that dispatch, ``replica_variable_s``, serves the
+  replica's own copy of the variables; central_storage keeps one copy, so
+  it pays that part once per step (with the overhead), not per replica. A worker process with less than one physical core
   (``physical_cores < 1``: more localhost processes than cores) runs this
   single-threaded host work ``1 / physical_cores`` times slower.
 * **compute**: forward (1/3 of ``batch x seconds_per_example``) and backward
@@ -70,6 +72,7 @@ MODEL_FIELDS: tuple[str, ...] = (
     "cluster.device.memory_bandwidth_Bps",
     "cluster.device.step_overhead_s",
     "cluster.device.replica_dispatch_s",
+    "cluster.device.replica_variable_s",
     "cluster.intra_link.bandwidth_Bps",
     "cluster.intra_link.latency_s",
     "cluster.inter_link.bandwidth_Bps",
@@ -181,6 +184,20 @@ def host_slowdown(p: dict, device_kind: str) -> np.ndarray:
     return 1.0 / np.minimum(_worker_cores(p, device_kind), 1.0)
 
 
+def host_costs_s(p: dict, plan_: StrategyPlan, device_kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """The worker host's seconds per step: (fixed overhead, dispatch of each replica).
+
+    Both run ``host_slowdown`` times slower on less than one core. A strategy
+    with one central copy of the variables (central_storage) moves the
+    variables' share of the dispatch from every replica to the overhead.
+    """
+    slow = host_slowdown(p, device_kind)
+    once = p["cluster.device.replica_variable_s"] if plan_.strategy == "central_storage" else 0.0
+    overhead = (p["cluster.device.step_overhead_s"] + once) * slow
+    dispatch = (p["cluster.device.replica_dispatch_s"] - once) * slow
+    return overhead, dispatch
+
+
 def dispatch_wait_s(local, dispatch, compute, shared) -> np.ndarray:
     """Seconds from the end of the host's fixed overhead until the last of
     ``local`` replicas starts computing, each replica taking ``dispatch`` to
@@ -202,8 +219,7 @@ def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, 
     replicas = workers * local
     b = _ceil_div(global_examples, replicas).astype(float)
     compute = b * seconds_per_example(p, device_kind)
-    slow = host_slowdown(p, device_kind)
-    dispatch = p["cluster.device.replica_dispatch_s"] * slow
+    overhead, dispatch = host_costs_s(p, plan_, device_kind)
     read = np.where((workers == 1) | (shard_policy == "DATA"), global_examples, _ceil_div(global_examples, workers))
     host_s = read * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
     copy_s = 0.0 if device_kind == "cpu" else b * p["workload.input_bytes_per_sample"] / p["cluster.intra_link.bandwidth_Bps"]
@@ -211,7 +227,7 @@ def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, 
     return StepParts(
         replica_batch=b,
         input_s=host_s + copy_s,
-        overhead_s=p["cluster.device.step_overhead_s"] * slow * np.ones_like(b),
+        overhead_s=overhead * np.ones_like(b),
         dispatch_s=dispatch_wait_s(local, dispatch, compute, shares_cores(p, device_kind)) * np.ones_like(b),
         forward_s=compute / 3,
         backward_s=compute * 2 / 3,
@@ -403,9 +419,7 @@ def simulate(scenario: Scenario) -> Timeline:
     comm = float(bucket_comm_s(p_buckets, plan_, replicas))
     per_example = float(seconds_per_example(p, kind))
     shared = bool(shares_cores(p, kind))
-    slow = float(host_slowdown(p, kind))
-    overhead = c.device.step_overhead_s * slow
-    dispatch = c.device.replica_dispatch_s * slow
+    overhead, dispatch = (float(x) for x in host_costs_s(p, plan_, kind))
     metrics = float(metric_comm_s(p, plan_, replicas))
     update = float(p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / p["cluster.device.memory_bandwidth_Bps"])
     fill = float(fill_s(p, plan_.prefetch, t.shard_policy))

@@ -170,10 +170,12 @@ def test_sweep_rejects_invalid_values(over, match):
 
 
 # ---- host costs: dispatch, processes below one core, metric all-reduces, PS requests ----------------------
-def _cpu(n_local, workers=1, cores=2.0, dispatch=1e-3, overhead=5e-4, batch=192, latency=0.0, **kw):
-    strategy = "multi_worker_mirrored" if workers > 1 else ("mirrored" if n_local > 1 else "one_device")
+def _cpu(n_local, workers=1, cores=2.0, dispatch=1e-3, overhead=5e-4, batch=192, latency=0.0, variable=0.0,
+         strategy=None, **kw):
+    strategy = strategy or ("multi_worker_mirrored" if workers > 1 else ("mirrored" if n_local > 1 else "one_device"))
     return make_scenario(
-        {"preset": "this_machine_core", "step_overhead_s": overhead, "replica_dispatch_s": dispatch},
+        {"preset": "this_machine_core", "step_overhead_s": overhead, "replica_dispatch_s": dispatch,
+         "replica_variable_s": variable},
         {"preset": "mnist_mlp", "input_s_per_sample": 0.0}, strategy, num_workers=workers,
         devices_per_worker=n_local, physical_cores=cores, global_batch=batch, optimizer_bytes_per_param=0,
         intra_link={"preset": "shared_memory", "bandwidth_Bps": 1e15, "latency_s": 0.0},
@@ -187,6 +189,39 @@ def test_cpu_timeline_with_host_costs_equals_closed_form(local, workers, dispatc
     scn = _cpu(local, workers, cores, dispatch, batch=batch * local * workers, metric_values=metrics)
     # Exact arithmetic on the same numbers both ways; float rounding only.
     np.testing.assert_allclose(simulate(scn).step_times_s[2:], float(_model(scn).step_time_s), rtol=1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(local=st.integers(1, 4), dispatch=st.sampled_from([2e-4, 3e-3]), share=st.sampled_from([0.0, 0.4, 1.0]),
+       batch=st.integers(1, 32))
+def test_central_storage_timeline_equals_closed_form(local, dispatch, share, batch):
+    scn = _cpu(local, dispatch=dispatch, variable=share * dispatch, batch=batch * local, strategy="central_storage")
+    # Exact arithmetic on the same numbers both ways; float rounding only.
+    np.testing.assert_allclose(simulate(scn).step_times_s[2:], float(_model(scn).step_time_s), rtol=1e-9)
+
+
+def test_central_storage_pays_the_variables_dispatch_once_per_step():
+    d, v, local = 3e-3, 1e-3, 4
+    # 4 examples per replica: compute (about 0.1 ms) stays below the dispatch,
+    # so the host's dispatch alone sets the step: overhead + dispatches + q.
+    mirrored, central = (float(_model(_cpu(local, dispatch=d, variable=v, batch=16, strategy=s)).step_time_s)
+                         for s in ("mirrored", "central_storage"))
+    # Mirrored dispatches L (d) per step; central storage v + L (d - v). The
+    # two all-reduce schedules differ too, by about 1e-9 s at 1e15 bytes/s.
+    assert mirrored - central == pytest.approx((local - 1) * v, abs=1e-8)
+    # One replica: nothing to share, the same step either way.
+    one = [float(_model(_cpu(1, dispatch=d, variable=v, batch=4, strategy=s)).step_time_s)
+           for s in ("mirrored", "central_storage")]
+    assert one[0] == pytest.approx(one[1], rel=1e-12)
+
+
+def test_variables_share_above_the_dispatch_is_refused():
+    with pytest.raises(ValueError, match=r"replica_variable_s=0\.002.*<= 0\.001"):
+        _cpu(2, dispatch=1e-3, variable=2e-3)
+    # In a sweep each value alone is valid; one grid point pairs them badly.
+    over = {"cluster.device.replica_dispatch_s": [1e-3, 1e-4], "cluster.device.replica_variable_s": [0.0, 5e-4]}
+    with pytest.raises(ValueError, match=r"replica_variable_s=0\.0005; allowed: <= cluster\.device\.replica_disp"):
+        sweep(_cpu(2, dispatch=1e-3), over)
 
 
 def test_replicas_on_shared_cores_form_a_flow_shop():

@@ -10,6 +10,9 @@
   devices: what each extra replica adds is the **per-replica dispatch**
   (less the all-reduce, priced by the fitted link); the intercept less one
   dispatch and the optimizer update is the **per-step fixed overhead**;
+* the same under CentralStorage, which keeps one copy of the variables: what
+  a replica adds there falls short of Mirrored's by the dispatch that serves
+  the replica's own copy of the variables (**replica_variable_s**);
 * the input pipeline's seconds per example, a large matmul's FLOP rate and a
   memory-copy rate;
 * the **all-reduce time against message size** across 2..N logical devices
@@ -128,8 +131,11 @@ class Calibration:
             the optimizer update the simulator adds on its own: the fixed
             cost of every step.
         replica_dispatch_s: host seconds each replica adds to a step.
+        replica_variable_s: the part of it that serves the replica's own
+            copy of the variables (Mirrored's slope less CentralStorage's).
         replica_counts: logical-device counts of the tiny-batch steps.
-        replica_step_time_s: median tiny-batch step time per count.
+        replica_step_time_s: median tiny-batch Mirrored step time per count.
+        central_step_time_s: the same under CentralStorage.
         compute_s_per_example: fitted slope, on the whole machine (all cores).
         input_s_per_sample: input pipeline seconds per example.
         matmul_flops_per_s: large-matmul rate on all cores.
@@ -149,8 +155,10 @@ class Calibration:
     step_time_s: list[float]
     step_overhead_s: float
     replica_dispatch_s: float
+    replica_variable_s: float
     replica_counts: list[int]
     replica_step_time_s: list[float]
+    central_step_time_s: list[float]
     compute_s_per_example: float
     input_s_per_sample: float
     matmul_flops_per_s: float
@@ -194,12 +202,12 @@ class Calibration:
 
 
 def _link_cost(algorithm: str, ranks: int, message_bytes: float, latency_s: float, bandwidth_Bps: float,
-               between_processes: bool) -> float:
-    """The simulator's all-reduce time on one link class."""
+               between_processes: bool, **options) -> float:
+    """The simulator's all-reduce time on one link class (``options``: the algorithm's own)."""
     if between_processes:  # one rank per worker: every step crosses the inter-worker link
-        model = cost_model(algorithm, ranks, ranks_per_node=1)
+        model = cost_model(algorithm, ranks, ranks_per_node=1, **options)
         return float(model.time_s(message_bytes, 0.0, np.inf, latency_s, bandwidth_Bps))
-    model = cost_model(algorithm, ranks, ranks_per_node=ranks)
+    model = cost_model(algorithm, ranks, ranks_per_node=ranks, **options)
     return float(model.time_s(message_bytes, latency_s, bandwidth_Bps))
 
 
@@ -240,6 +248,19 @@ def _median_points(rounds_by_ranks: dict[int, list], sizes: list[int]) -> tuple[
     return ranks, message_bytes, times
 
 
+def _dispatch_slope(counts: Sequence[int], step_s: Sequence[float], grad_bytes: float, intra: LinkFit,
+                    **options) -> float:
+    """Seconds each replica adds to a tiny-batch step (>= 0), less the
+    gradient's all-reduce (the simulator's reduce_to_one with ``options``,
+    priced by the fitted link): the slope of a line through every count, which
+    one noisy step time moves less than a two-point difference."""
+    if len(counts) < 2:
+        return 0.0
+    reduce_s = [_link_cost("reduce_to_one", n, grad_bytes, intra.latency_s, intra.bandwidth_Bps, False, **options)
+                if n > 1 else 0.0 for n in counts]
+    return max(float(np.polyfit(counts, np.asarray(step_s) - np.asarray(reduce_s), 1)[0]), 0.0)
+
+
 def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_rounds: Sequence[float], *,
         workload: str, physical_cores: int | None = None) -> Calibration:
     """A :class:`Calibration` from raw micro-benchmark rounds (medians over rounds).
@@ -263,17 +284,14 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
                    for w in sorted({r["workers"] for r in collective_rounds})}
     inter = fit_link("ring", *_median_points(inter_times, sizes), between_processes=True)
     # Each replica beyond the first adds its dispatch and makes the gradient's
-    # all-reduce one rank wider; the fitted link prices the latter. The
-    # dispatch is the slope of a line through every count (one noisy step
-    # time moves a slope through 4 points less than a two-point difference).
+    # all-reduce one rank wider; the fitted link prices the latter.
     counts = list(first["replica_counts"])
     tiny = np.median([r["replica_step_time_s"] for r in local_rounds], axis=0)
-    reduce_s = [_link_cost("reduce_to_one", n, grad_bytes, intra.latency_s, intra.bandwidth_Bps, False)
-                if n > 1 else 0.0 for n in counts]
-    if len(counts) > 1:
-        dispatch = max(float(np.polyfit(counts, tiny - np.asarray(reduce_s), 1)[0]), 0.0)
-    else:
-        dispatch = 0.0
+    central = np.median([r["central_step_time_s"] for r in local_rounds], axis=0)
+    dispatch = _dispatch_slope(counts, tiny, grad_bytes, intra)
+    # CentralStorage pays the variables' share of the dispatch once per step,
+    # so its slope is the rest; the share is kept within [0, dispatch].
+    variable = min(max(dispatch - _dispatch_slope(counts, central, grad_bytes, intra, extra_root=True), 0.0), dispatch)
     # The intercept holds every per-step cost that does not grow with the
     # batch: the fixed overhead, one replica's dispatch and the optimizer
     # update, which the simulator adds separately (parameters x bytes /
@@ -292,8 +310,10 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
         step_time_s=[float(x) for x in steps],
         step_overhead_s=overhead,
         replica_dispatch_s=dispatch,
+        replica_variable_s=variable,
         replica_counts=counts,
         replica_step_time_s=[float(x) for x in tiny],
+        central_step_time_s=[float(x) for x in central],
         compute_s_per_example=float(slope),
         input_s_per_sample=float(np.median([r["input_s_per_sample"] for r in local_rounds])),
         matmul_flops_per_s=float(np.median([r["matmul_flops_per_s"] for r in local_rounds])),
@@ -397,6 +417,7 @@ def write_presets(cal: Calibration, directory: str | Path | None = None) -> list
         "memory_bytes": _meminfo_bytes(),
         "step_overhead_s": cal.step_overhead_s,
         "replica_dispatch_s": cal.replica_dispatch_s,
+        "replica_variable_s": cal.replica_variable_s,
     }
     device_sources = {
         "peak_flops": f"measured: float32 1024^3 matmul rate / {cal.physical_cores} cores ({how})",
@@ -408,6 +429,8 @@ def write_presets(cal: Calibration, directory: str | Path | None = None) -> list
                            f"dispatch and the update ({how})",
         "replica_dispatch_s": f"measured: slope of the step time at 4 examples per replica against the device "
                               f"count ({cal.replica_counts}), less the all-reduce ({how})",
+        "replica_variable_s": f"measured: that slope less the same slope under CentralStorage, which keeps one "
+                              f"copy of the variables ({how})",
     }
     paths = [write_user_preset("device", DEVICE_PRESET, device, device_sources, directory)]
     for name, link, what in ((INTRA_LINK_PRESET, cal.intra, "logical devices in one process"),

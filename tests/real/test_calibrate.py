@@ -41,26 +41,31 @@ def test_link_fit_recovers_the_parameters_the_cost_model_was_evaluated_with(betw
     np.testing.assert_allclose(link.predicted_s(), times, rtol=1e-9)
 
 
-def _link(algorithm, ranks, n, alpha, bandwidth, between_processes):
+def _link(algorithm, ranks, n, alpha, bandwidth, between_processes, **options):
     if between_processes:
-        return float(cost_model(algorithm, ranks, ranks_per_node=1).time_s(n, 0, np.inf, alpha, bandwidth))
-    return float(cost_model(algorithm, ranks, ranks_per_node=ranks).time_s(n, alpha, bandwidth))
+        return float(cost_model(algorithm, ranks, ranks_per_node=1, **options).time_s(n, 0, np.inf, alpha, bandwidth))
+    return float(cost_model(algorithm, ranks, ranks_per_node=ranks, **options).time_s(n, alpha, bandwidth))
 
 
 def test_fit_recovers_overhead_dispatch_slope_and_request_from_synthetic_rounds():
     # Micro-benchmark rounds built from known host costs with the simulator's own formulas.
-    overhead, dispatch, per_example, request = 1.1e-3, 0.8e-3, 6e-6, 2e-3
+    overhead, dispatch, variable, per_example, request = 1.1e-3, 0.8e-3, 0.3e-3, 6e-6, 2e-3
     memory, grad = 2e10, 101770 * 4
     update = 101770 * OPTIMIZER_BYTES_PER_PARAM / memory
     intra, inter = (3e-5, 4e10), (1.5e-3, 3e8)
     batches, sizes, counts = [16, 64, 256], [4096, 2**20, 2**22], [1, 2, 3, 4]
     tiny = [overhead + n * dispatch + update + PS_BATCH * per_example
             + (_link("reduce_to_one", n, grad, *intra, False) if n > 1 else 0.0) for n in counts]
+    # CentralStorage: the variables' share once per step, the rest per replica, and its own reduce.
+    central = [overhead + variable + n * (dispatch - variable) + update + PS_BATCH * per_example
+               + (_link("reduce_to_one", n, grad, *intra, False, extra_root=True) if n > 1 else 0.0)
+               for n in counts]
     local = {
         "batches": batches, "step_time_s": [overhead + dispatch + update + b * per_example for b in batches],
         "memory_Bps": memory, "sizes_bytes": sizes,
         "allreduce_s": {str(n): [_link("reduce_to_one", n, m, *intra, False) for m in sizes] for n in (2, 4)},
-        "replica_counts": counts, "replica_step_time_s": tiny, "input_s_per_sample": 5e-6,
+        "replica_counts": counts, "replica_step_time_s": tiny, "central_step_time_s": central,
+        "input_s_per_sample": 5e-6,
         "matmul_flops_per_s": 1e11, "device": "cpu", "cpu_model": "x", "tf_version": "2",
         "cross_device_op": "reduction_to_one_device",
     }
@@ -72,6 +77,7 @@ def test_fit_recovers_overhead_dispatch_slope_and_request_from_synthetic_rounds(
     # Exact inputs, so only float rounding separates the fit from the truth.
     assert cal.compute_s_per_example == pytest.approx(per_example, rel=1e-6)
     assert cal.replica_dispatch_s == pytest.approx(dispatch, rel=1e-6)
+    assert cal.replica_variable_s == pytest.approx(variable, rel=1e-6)
     assert cal.step_overhead_s == pytest.approx(overhead, rel=1e-6)
     assert cal.ps_request_s == pytest.approx(request, rel=1e-6)
 
@@ -83,6 +89,7 @@ def test_a_real_calibration_writes_presets_that_scenarios_use(tmp_path, monkeypa
     # Physical sanity of what was measured (not its speed: the machine is shared).
     assert cal.compute_s_per_example > 0 and cal.step_overhead_s >= 0
     assert cal.replica_counts == [1, 2] and cal.replica_dispatch_s >= 0
+    assert 0 <= cal.replica_variable_s <= cal.replica_dispatch_s
     assert cal.ps_update_s > 0 and cal.ps_request_s >= 0
     assert 0 < cal.efficiency <= 1
     assert cal.intra.bandwidth_Bps > 0 and cal.inter.bandwidth_Bps > 0
@@ -93,6 +100,7 @@ def test_a_real_calibration_writes_presets_that_scenarios_use(tmp_path, monkeypa
     assert device["step_overhead_s"] == pytest.approx(cal.step_overhead_s)
     assert "intercept" in sources["step_overhead_s"]
     assert device["replica_dispatch_s"] == pytest.approx(cal.replica_dispatch_s)
+    assert device["replica_variable_s"] == pytest.approx(cal.replica_variable_s)
     link, _ = load_preset("link", INTER_LINK_PRESET)
     assert link["request_s"] == pytest.approx(cal.ps_request_s)
     scenario = make_scenario(DEVICE_PRESET, workload_preset_name("mnist_mlp"), "mirrored", devices_per_worker=2,
