@@ -15,9 +15,10 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/bench_real.py
 
-(the defaults, 300 steps and 5 rounds, take about 24 minutes on the 2-core
-development VM; fewer steps or rounds let the machine's noise show). It prints the table and writes ``data/measurements/bench_real_<workload>_<date>.json``
-with the raw per-round numbers, the calibration and provenance.
+The defaults, 300 steps and 5 rounds, take about 24 minutes on the 2-core
+development VM; with fewer, the machine's noise shows through. It prints the
+table and writes ``data/measurements/bench_real_<workload>_<date>.json`` with
+the raw per-round numbers, the calibration and provenance.
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ The model, per step and per replica (all times in seconds):
   ``replica_dispatch_s`` each; replica j starts computing when its dispatch
   is done. Part of that dispatch, ``replica_variable_s``, serves the
   replica's own copy of the variables; central_storage keeps one copy, so
-  it pays that part once per step (with the overhead), not per replica. A worker process with less than one physical core
-  (``physical_cores < 1``: more localhost processes than cores) runs this
-  single-threaded host work ``1 / physical_cores`` times slower.
+  it pays that part once per step (with the overhead), not per replica. A
+  worker process with less than one physical core (``physical_cores < 1``:
+  more localhost processes than cores) runs this single-threaded host work
+  ``1 / physical_cores`` times slower.
 * **compute**: forward (1/3 of ``batch x seconds_per_example``) and backward
   (2/3) split into ``num_buckets`` gradient buckets. Seconds per example is
   the workload's measured ``compute_s_per_sample`` or ``flops_per_sample /
