@@ -80,10 +80,10 @@ def scenario(strategy: str, workers: int, devices: int, args, calibrated: bool):
     # PS workers) share its cores, cores / W each.
     cores = os.cpu_count() / workers
     # distsim.real's localhost parameter-server cluster runs every task in one process.
-    ps = dict(ps_cluster="in_process") if strategy == "parameter_server" else {}
+    ps_cluster = "in_process" if strategy == "parameter_server" else "processes"
     return make_scenario(
-        strategy=strategy, num_workers=workers, devices_per_worker=devices,
-        physical_cores=cores, global_batch=args.global_batch, steps=args.steps, seed=0, **hardware, **ps,
+        strategy=strategy, num_workers=workers, devices_per_worker=devices, physical_cores=cores,
+        global_batch=args.global_batch, steps=args.steps, seed=0, ps_cluster=ps_cluster, **hardware,
     )
 
 

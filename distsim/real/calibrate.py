@@ -290,8 +290,8 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
     central = np.median([r["central_step_time_s"] for r in local_rounds], axis=0)
     dispatch = _dispatch_slope(counts, tiny, grad_bytes, intra)
     # CentralStorage pays the variables' share of the dispatch once per step,
-    # so its slope is the rest; the share is kept within [0, dispatch].
-    variable = min(max(dispatch - _dispatch_slope(counts, central, grad_bytes, intra, extra_root=True), 0.0), dispatch)
+    # so its slope (>= 0) is the rest; the share is kept within [0, dispatch].
+    variable = max(dispatch - _dispatch_slope(counts, central, grad_bytes, intra, extra_root=True), 0.0)
     # The intercept holds every per-step cost that does not grow with the
     # batch: the fixed overhead, one replica's dispatch and the optimizer
     # update, which the simulator adds separately (parameters x bytes /

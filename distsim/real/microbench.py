@@ -115,22 +115,19 @@ def step_time_curve(plan: RunPlan, batches: list[int], steps: int) -> list[float
     ]
 
 
-def replica_step_times(plan: RunPlan, devices: list[str], counts: list[int], batch: int, steps: int,
+def replica_step_times(plan: RunPlan, counts: list[int], batch: int, steps: int,
                        strategy: str = "mirrored") -> list[float]:
     """Median step seconds with ``batch`` examples per replica on the first n
-    of ``devices``, for each n in ``counts``, under ``strategy``: "mirrored"
-    (a copy of the variables on every device) or "central_storage" (one copy,
-    on the first device). With a tiny batch the step is host work, so the
-    growth with n is what each replica adds."""
+    logical CPUs, for each n in ``counts``, under ``strategy`` as
+    :func:`~distsim.real.runners.make_strategy` builds it: "mirrored" (a copy
+    of the variables on every device) or "central_storage" (one copy, on the
+    first device). With a tiny batch the step is host work, so the growth
+    with n is what each replica adds."""
     out = []
     for n in counts:
-        if strategy == "central_storage":
-            dist = tf.distribute.experimental.CentralStorageStrategy(devices[:n], parameter_device=devices[0])
-        else:
-            dist = tf.distribute.MirroredStrategy(devices[:n], cross_device_ops=tf.distribute.ReductionToOneDevice())
-        p = plan.with_(strategy=strategy, per_replica_batch=batch, replicas_per_worker=n, n_train=None,
-                       steps_per_epoch=steps)
-        out.append(_median_step_s(dist, p, steps))
+        p = plan.with_(strategy=strategy, device="cpu", cross_device_op="reduction_to_one_device",
+                       per_replica_batch=batch, replicas_per_worker=n, n_train=None, steps_per_epoch=steps)
+        out.append(_median_step_s(make_strategy(p).strategy, p, steps))
     return out
 
 
@@ -228,8 +225,8 @@ def run_local(plan: RunPlan, *, devices: list[int], sizes_bytes: list[int], step
     return {
         "replica_counts": counts,
         "replica_batch": TINY_BATCH,
-        "replica_step_time_s": replica_step_times(plan, cpus, counts, TINY_BATCH, steps),
-        "central_step_time_s": replica_step_times(plan, cpus, counts, TINY_BATCH, steps, "central_storage"),
+        "replica_step_time_s": replica_step_times(plan, counts, TINY_BATCH, steps),
+        "central_step_time_s": replica_step_times(plan, counts, TINY_BATCH, steps, "central_storage"),
         "sizes_bytes": sizes_bytes,
         "allreduce_s": allreduce,
         "cross_device_op": "reduction_to_one_device",
