@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from distsim.results import Event, Trace
 from distsim.scenario import COMPUTE_DISTRIBUTIONS as DISTRIBUTIONS  # shapes of the factor, each with mean 1
 
 
@@ -77,3 +78,39 @@ def sync_step_times_s(
         raise ValueError(f"mean_s={mean_s!r}; allowed: a finite number > 0 seconds")
     times = mean_s * factors(np.random.default_rng(seed), distribution, (num_steps, num_workers), sigma)
     return np.partition(times, num_aggregate - 1, axis=1)[:, num_aggregate - 1]
+
+
+def sync_and_async_traces(compute_s: np.ndarray, exchange_s: float) -> tuple[Trace, Trace]:
+    """The same compute times played synchronously and asynchronously.
+
+    Args:
+        compute_s: seconds of compute, shape ``(rounds, workers)``.
+        exchange_s: seconds of one gradient exchange (all-reduce or push).
+
+    Returns:
+        ``(synchronous, asynchronous)`` traces. Synchronously, every round
+        waits for its slowest worker (``idle`` events), then all exchange
+        together; asynchronously, each worker computes and pushes back to back.
+    """
+    compute_s = np.asarray(compute_s, dtype=float)
+    if compute_s.ndim != 2 or np.any(compute_s < 0) or not exchange_s >= 0:
+        raise ValueError(f"compute_s shape {compute_s.shape}, exchange_s={exchange_s}; allowed: "
+                         "a (rounds, workers) array of seconds >= 0 and exchange_s >= 0")
+    rounds, workers = compute_s.shape
+    sync, t = [], 0.0
+    for s, row in enumerate(compute_s):
+        slowest = float(row.max())
+        for w, c in enumerate(row):
+            name = f"worker {w}"
+            sync += [Event(name, "compute", t, t + c, s), Event(name, "idle", t + c, t + slowest, s),
+                     Event(name, "comm", t + slowest, t + slowest + exchange_s, s, "all-reduce")]
+        t += slowest + exchange_s
+    asynchronous = []
+    for w in range(workers):
+        t = 0.0
+        for s in range(rounds):
+            c = float(compute_s[s, w])
+            asynchronous += [Event(f"worker {w}", "compute", t, t + c, s),
+                             Event(f"worker {w}", "comm", t + c, t + c + exchange_s, s, "push")]
+            t += c + exchange_s
+    return Trace.from_events(sync), Trace.from_events(asynchronous)

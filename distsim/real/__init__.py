@@ -22,7 +22,7 @@ one task of a real multi-machine cluster (see ``distsim/real/README.md``).
 """
 
 from distsim.real.calibrate import Calibration, calibrate
-from distsim.real.env import configure_tensorflow, describe_tensorflow
+from distsim.real.env import configure_tensorflow, describe_tensorflow, physical_gpu_count
 from distsim.real.experiment import run, tpu_status
 from distsim.real.fault import FaultToleranceRun, load_final_weights, run_with_failure
 from distsim.real.launcher import LaunchError, LaunchOutcome, Task, launch, launched_processes, python_module_argv
@@ -61,6 +61,7 @@ __all__ = [
     "load_final_weights",
     "load_script",
     "localhost_cluster",
+    "physical_gpu_count",
     "plan_from_scenario",
     "python_module_argv",
     "run",
