@@ -134,13 +134,16 @@ def run(path: Path, timeout_s: int) -> float:
     return elapsed
 
 
-def execute_full(path: Path, out_dir: Path, timeout_s: int) -> float:
-    """Execute ``path`` without quick mode and write it, outputs and all, into ``out_dir``."""
+def execute_full(path: Path, out_dir: Path, timeout_s: int, quick: bool = False) -> float:
+    """Execute ``path`` (full mode unless ``quick``) and write it, outputs and all, into ``out_dir``."""
     nb = nbformat.read(path, as_version=4)
-    os.environ.pop("DISTSIM_QUICK", None)
+    if quick:
+        os.environ["DISTSIM_QUICK"] = "1"
+    else:
+        os.environ.pop("DISTSIM_QUICK", None)
     os.environ.setdefault("MPLBACKEND", "Agg")
     elapsed = execute(nb, path, timeout_s)
-    nb.metadata["distsim"] = {"executed_seconds": round(elapsed, 1), "mode": "full"}
+    nb.metadata["distsim"] = {"executed_seconds": round(elapsed, 1), "mode": "quick" if quick else "full"}
     out_dir.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out_dir / path.name)
     return elapsed
@@ -177,11 +180,15 @@ def machine_specific_numbers(nb) -> list[str]:
 
 
 def writes_tensorflow(nb) -> bool:
-    """An exercise cell marked for the learner's TensorFlow, followed by a checked cell that runs TensorFlow."""
+    """An exercise cell marked for the learner's TensorFlow code, followed by a checked cell that runs it."""
     cells = _code(nb)
     for cell, check in zip(cells, cells[1:]):
-        if cell.source.startswith(EXERCISE_MARK) and CHECK_MARK in check.source and (
-                "tf." in check.source or "run(" in check.source or "launch(" in check.source):
+        if not (cell.source.startswith(EXERCISE_MARK) and CHECK_MARK in check.source):
+            continue
+        defined = re.findall(r"^(?:def\s+(\w+)|(\w+)\s*=)", cell.source, re.M)
+        names = {a or b for a, b in defined}
+        if any(re.search(rf"\b{name}\b", check.source) for name in names) and (
+                "tf." in cell.source or "TF_CONFIG" in cell.source or "tf_config" in cell.source.lower()):
             return True
     return False
 
@@ -293,6 +300,7 @@ def main() -> int:
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "notebooks", help="execute: output folder")
+    parser.add_argument("--quick", action="store_true", help="execute: in quick mode (for looking at the outputs)")
     args = parser.parse_args()
     problems: list[str] = []
     total = 0.0
@@ -303,7 +311,7 @@ def main() -> int:
         if args.action == "run":
             print(f"{path.name}: {run(path, args.timeout):.1f} s", flush=True)
         elif args.action == "execute":
-            seconds = execute_full(path, args.out, args.timeout)
+            seconds = execute_full(path, args.out, args.timeout, args.quick)
             total += seconds
             print(f"{path.name}: {seconds:.1f} s", flush=True)
         elif args.action == "setup":

@@ -9,10 +9,10 @@ and every legend says what its encodings mean. Save any figure with
 """
 
 from distsim.views.plots.comparison import plot_comparison, plot_predicted_vs_measured
-from distsim.views.plots.scaling import cost_per_step, plot_cost_breakdown, plot_scaling
+from distsim.views.plots.scaling import cost_per_step, plot_cost_breakdown, plot_scaling, plot_speedup_curves
 from distsim.views.plots.schedule import animate_schedule, plot_schedule_step, save_animation
 from distsim.views.plots.sharding import plot_sharding
-from distsim.views.plots.style import OKABE_ITO, SERIES_COLORS, figure_png, save_figure
+from distsim.views.plots.style import OKABE_ITO, SERIES_COLORS, figure_png, new_figure, save_figure, series_style, time_scale
 from distsim.views.plots.timeline import TimelineDrawing, plot_timeline, plot_timelines
 from distsim.views.plots.training import plot_staleness, plot_training_curves
 
@@ -23,10 +23,12 @@ __all__ = [
     "animate_schedule",
     "cost_per_step",
     "figure_png",
+    "new_figure",
     "plot_comparison",
     "plot_cost_breakdown",
     "plot_predicted_vs_measured",
     "plot_scaling",
+    "plot_speedup_curves",
     "plot_schedule_step",
     "plot_sharding",
     "plot_staleness",
@@ -35,4 +37,6 @@ __all__ = [
     "plot_training_curves",
     "save_animation",
     "save_figure",
+    "series_style",
+    "time_scale",
 ]

@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from distsim.views.plots.style import IDLE_COLOR, OKABE_ITO, new_figure, result_label, series_style, time_scale
+from distsim.views.plots.style import IDLE_COLOR, OKABE_ITO, SERIES_COLORS, new_figure, result_label, series_style, time_scale
 from distsim.views.plots.timeline import device_rows
 from distsim.results.result import Result
 from distsim.results.trace import EVENT_KINDS
@@ -145,4 +145,41 @@ def plot_cost_breakdown(results: Sequence[Result], labels: Sequence[str] | None 
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return fig
+
+
+def plot_speedup_curves(
+    devices: Sequence[int],
+    curves: Mapping[str, Sequence[float]],
+    points: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Speedup against device count: one line per curve, hollow markers for points.
+
+    Args:
+        devices: the device counts of every curve.
+        curves: legend label -> speedup at each count (say in the label
+            which speedup it is: strong scaling, same global batch; or weak
+            scaling, same per-replica batch).
+        points: legend label -> ``(device counts, speedups)`` drawn as hollow
+            markers without lines (measured or published values).
+        title: the axes title.
+
+    The dashed line is ideal linear scaling; the grey line marks speedup 1.
+    """
+    devices = np.asarray(devices, dtype=float)
+    for label, values in curves.items():
+        if len(values) != len(devices):
+            raise ValueError(f"curve {label!r} has {len(values)} values for {len(devices)} device counts")
+    fig, ax = new_figure(6.4, 3.8)
+    ax.plot(devices, devices, color="black", linestyle="--", linewidth=1, label="ideal")
+    ax.axhline(1, color="0.6", linewidth=0.8)
+    for i, (label, values) in enumerate(curves.items()):
+        ax.plot(devices, values, label=label, **series_style(i))
+    for j, (label, (n, values)) in enumerate((points or {}).items()):
+        ax.plot(n, values, "o", markersize=9, markerfacecolor="none", markeredgewidth=2,
+                color=SERIES_COLORS[(len(curves) + j) % len(SERIES_COLORS)], label=label)
+    ax.set(xlabel="devices", ylabel="speedup (x one device)", xticks=devices, title=title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
     return fig
