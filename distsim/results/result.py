@@ -31,13 +31,20 @@ class Summary:
             training the mean time between applied updates times the number of
             workers, in seconds.
         throughput_samples_per_s: training examples processed per second.
-        speedup: throughput relative to one device of the same kind; ``None``
-            when no baseline is known.
+        speedup: weak scaling: throughput relative to one device of the same
+            kind running one replica's batch; ``None`` when no baseline is known.
         efficiency: ``speedup / num_replicas``; ``None`` without a speedup.
         comm_fraction: share of the step spent in communication that is not
             hidden behind compute (0..1); ``None`` when not measured.
         epoch_time_s: seconds for one pass over the training set, or ``None``.
         mean_staleness: mean staleness of applied updates (async only).
+        strong_speedup: strong scaling: throughput relative to one device of
+            the same kind running the whole global batch; ``None`` when not known.
+        steps_per_epoch: synchronous steps (async: applied updates) in one
+            epoch; ``None`` when not known.
+        memory_bytes_per_replica: device memory one replica needs, bytes (a
+            lower bound; see :mod:`distsim.mechanics.memory`); ``None`` when
+            not known.
     """
 
     step_time_s: float
@@ -47,6 +54,9 @@ class Summary:
     comm_fraction: float | None = None
     epoch_time_s: float | None = None
     mean_staleness: float | None = None
+    strong_speedup: float | None = None
+    steps_per_epoch: int | None = None
+    memory_bytes_per_replica: float | None = None
 
 
 @dataclass

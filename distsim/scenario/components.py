@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from distsim.scenario import limits
+from distsim.scenario import limits, rules
 from distsim.validation import (
     Boolean,
-    InputError,
     InstanceOf,
     Integer,
     Number,
@@ -108,9 +107,7 @@ class Device:
 
     def __post_init__(self) -> None:
         check_fields(self, "Device")
-        if self.replica_variable_s > self.replica_dispatch_s:
-            raise InputError("Device.replica_variable_s", self.replica_variable_s,
-                             f"<= replica_dispatch_s={self.replica_dispatch_s:g} seconds (it is a part of it)")
+        rules.check_device(lambda name: getattr(self, name), "Device")
 
     @property
     def effective_flops(self) -> float:
@@ -174,13 +171,7 @@ class Cluster:
 
     def __post_init__(self) -> None:
         check_fields(self, "Cluster")
-        if self.physical_cores is not None and self.device.kind != "cpu":
-            raise InputError("Cluster.physical_cores", self.physical_cores,
-                             f"null for a {self.device.kind} device (CPU devices share cores)")
-        if self.num_replicas > limits.MAX_REPLICAS:
-            raise InputError("Cluster.devices_per_worker", self.devices_per_worker,
-                             f"num_workers x devices_per_worker <= {limits.MAX_REPLICAS:,} replicas "
-                             f"(here {self.num_workers:,} x {self.devices_per_worker:,})")
+        rules.check_cluster(lambda name: getattr(self, name), self.device.kind, "Cluster")
 
     @property
     def num_replicas(self) -> int:
@@ -260,13 +251,12 @@ class Strategy:
 
     def __post_init__(self) -> None:
         check_fields(self, "Strategy")
-        if self.mode == "async" and self.name != "parameter_server":
-            raise InputError("Strategy.mode", self.mode, "'sync' or null (only parameter_server trains asynchronously)")
+        rules.check_strategy(self.name, self.mode, "Strategy")
 
     @property
     def resolved_mode(self) -> str:
         """``mode``, or the strategy's default: async for parameter_server, sync otherwise."""
-        return self.mode or ("async" if self.name == "parameter_server" else "sync")
+        return rules.resolved_mode(self.name, self.mode)
 
 
 @dataclass(frozen=True)
