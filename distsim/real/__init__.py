@@ -7,7 +7,8 @@ processes it starts: importing ``distsim.real`` does not import TensorFlow.
   :class:`RunPlan`) for real on this machine, one fresh process per task, and
   returns ``Result(source="measured")`` in the simulator's schema.
 * :func:`run_with_failure` kills a MultiWorkerMirrored worker mid-training and
-  resumes from the ``BackupAndRestore`` checkpoint.
+  resumes from the ``BackupAndRestore`` checkpoint; :func:`run_ps_with_worker_failure`
+  kills a parameter-server worker and lets the coordinator carry on.
 * :func:`calibrate` times micro-benchmarks and writes "this machine" presets.
 * :func:`configure_tensorflow` is the first cell of a notebook that uses
   TensorFlow in its own kernel (``tf_keras``, logical devices).
@@ -24,7 +25,13 @@ one task of a real multi-machine cluster (see ``distsim/real/README.md``).
 from distsim.real.calibrate import Calibration, calibrate
 from distsim.real.env import configure_tensorflow, describe_tensorflow, physical_gpu_count
 from distsim.real.experiment import run, tpu_status
-from distsim.real.fault import FaultToleranceRun, load_final_weights, run_with_failure
+from distsim.real.fault import (
+    FaultToleranceRun,
+    ParameterServerFailureRun,
+    load_final_weights,
+    run_ps_with_worker_failure,
+    run_with_failure,
+)
 from distsim.real.launcher import LaunchError, LaunchOutcome, Task, launch, launched_processes, python_module_argv
 from distsim.real.plan import RunPlan, plan_from_scenario
 from distsim.real.protocol import NoTPUError
@@ -46,6 +53,7 @@ __all__ = [
     "LaunchError",
     "LaunchOutcome",
     "NoTPUError",
+    "ParameterServerFailureRun",
     "RunPlan",
     "TFConfigError",
     "Task",
@@ -65,6 +73,7 @@ __all__ = [
     "plan_from_scenario",
     "python_module_argv",
     "run",
+    "run_ps_with_worker_failure",
     "run_with_failure",
     "script_command",
     "script_path",

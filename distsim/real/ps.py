@@ -163,7 +163,9 @@ def train(plan: RunPlan, task: str, on_progress: Progress | None) -> Result:
     probes: list[StalenessProbe] = []
 
     def wrap(update, model):  # called by the script inside strategy.scope(): the probe lives on the PS
-        probes.append(StalenessProbe(plan.total_steps))
+        # Room for twice the planned updates: a worker that dies mid-step can have its step applied and then
+        # rescheduled by the coordinator (at-least-once execution), so more updates can land than were planned.
+        probes.append(StalenessProbe(2 * plan.total_steps))
         return probes[-1].wrap(update, model)
 
     meta = run_meta(plan, describe_tensorflow(), strategy_info(strategy, plan), task)
