@@ -187,7 +187,7 @@ def writes_tensorflow(nb) -> bool:
             continue
         defined = re.findall(r"^(?:def\s+(\w+)|(\w+)\s*=)", cell.source, re.M)
         names = {a or b for a, b in defined}
-        runs_tensorflow = "tf." in cell.source or any(k in check.source for k in ("tf.", "launch(", "run(", ".fit("))
+        runs_tensorflow = "tensorflow" in cell.source or "tf." in cell.source or any(k in check.source for k in ("tf.", "launch(", "run(", ".fit("))
         if runs_tensorflow and any(re.search(rf"\b{name}\b", check.source) for name in names):
             return True
     return False

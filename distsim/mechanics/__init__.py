@@ -5,9 +5,10 @@
 * :mod:`~distsim.mechanics.reduceplan`: a schedule compiled for fast, exact NumPy execution;
 * :mod:`~distsim.mechanics.strategies`: what each ``tf.distribute`` strategy means for the engines;
 * :mod:`~distsim.mechanics.stragglers`: random compute times, backup workers;
-* :mod:`~distsim.mechanics.memory`: the device memory one replica needs.
+* :mod:`~distsim.mechanics.memory`: the device memory one replica needs;
+* :mod:`~distsim.mechanics.checkpointing`: how often to checkpoint, and what failures waste.
 """
 
-from distsim.mechanics import collectives, memory, reduceplan, sharding, strategies, stragglers
+from distsim.mechanics import checkpointing, collectives, memory, reduceplan, sharding, strategies, stragglers
 
-__all__ = ["collectives", "memory", "reduceplan", "sharding", "strategies", "stragglers"]
+__all__ = ["checkpointing", "collectives", "memory", "reduceplan", "sharding", "strategies", "stragglers"]

@@ -9,14 +9,26 @@ and every legend says what its encodings mean. Save any figure with
 """
 
 from distsim.views.plots.comparison import plot_comparison, plot_predicted_vs_measured
-from distsim.views.plots.scaling import cost_per_step, plot_cost_breakdown, plot_scaling, plot_speedup_curves
+from distsim.views.plots.scaling import (
+    cost_per_step,
+    plot_cost_breakdown,
+    plot_ps_shards,
+    plot_scaling,
+    plot_speedup_curves,
+)
 from distsim.views.plots.schedule import animate_schedule, plot_schedule_step, save_animation
 from distsim.views.plots.sharding import plot_sharding
 from distsim.views.plots.style import OKABE_ITO, SERIES_COLORS, figure_png, new_figure, save_figure, series_style, time_scale
 from distsim.views.plots.timeline import TimelineDrawing, plot_timeline, plot_timelines
-from distsim.views.plots.training import plot_staleness, plot_training_curves
+from distsim.views.plots.training import (
+    plot_checkpoint_waste,
+    plot_staleness,
+    plot_staleness_shares,
+    plot_training_curves,
+)
 
 __all__ = [
+    "plot_checkpoint_waste",
     "OKABE_ITO",
     "SERIES_COLORS",
     "TimelineDrawing",
@@ -27,11 +39,13 @@ __all__ = [
     "plot_comparison",
     "plot_cost_breakdown",
     "plot_predicted_vs_measured",
+    "plot_ps_shards",
     "plot_scaling",
     "plot_speedup_curves",
     "plot_schedule_step",
     "plot_sharding",
     "plot_staleness",
+    "plot_staleness_shares",
     "plot_timeline",
     "plot_timelines",
     "plot_training_curves",

@@ -183,3 +183,35 @@ def plot_speedup_curves(
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     return fig
+
+
+def plot_ps_shards(shards: Sequence[int], worker_s: float, ps_s: Sequence[float],
+                   async_samples_per_s: Sequence[float], k: int) -> Figure:
+    """How many parameter-server shards: one direction of a synchronous push (left) and the
+    asynchronous throughput (right) against the shard count, with shard count ``k`` marked.
+
+    Args:
+        shards: shard counts k.
+        worker_s: seconds for a worker's own link to carry one gradient, ``n / B_worker``.
+        ps_s: seconds for the busiest PS link when all workers push at once, ``w n / (k B_ps)``, per k.
+        async_samples_per_s: predicted asynchronous throughput per k.
+        k: the shard count to mark.
+    """
+    shards, ps_s, rate = np.asarray(shards), np.asarray(ps_s, dtype=float), np.asarray(async_samples_per_s, float)
+    i = int(np.flatnonzero(shards == k)[0])
+    fig, (ax1, ax2) = new_figure(12.0, 3.6, ncols=2)
+    ax1.plot(shards, ps_s * 1e3, color=OKABE_ITO["vermillion"], label="busiest PS link  w·n/(k·B_ps)")
+    ax1.axhline(worker_s * 1e3, color=OKABE_ITO["blue"], label="worker link  n/B_worker")
+    ax1.plot(shards, np.maximum(ps_s, worker_s) * 1e3, color="black", linewidth=2.5, alpha=0.35,
+             label="one direction = max of the two")
+    ax1.plot([k], [max(ps_s[i], worker_s) * 1e3], "o", color="black")
+    ax1.set(xlabel="PS shards k", ylabel="ms per direction (all workers at once)", yscale="log",
+            title=f"synchronous burst: {max(ps_s[i], worker_s) * 1e3:.0f} ms per direction at k = {k}")
+    ax1.legend(fontsize="small")
+    ax2.plot(shards, rate, color=OKABE_ITO["bluish_green"])
+    ax2.plot([k], [rate[i]], "o", color="black")
+    ax2.set(xlabel="PS shards k", ylabel="samples/s", ylim=(0, rate.max() * 1.1),
+            title=f"asynchronous: {rate[i]:.0f} samples/s at k = {k}")
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+    return fig
