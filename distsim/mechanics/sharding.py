@@ -86,8 +86,7 @@ def rebatch_sizes(
     global_batch = _check_positive_int("global_batch", global_batch)
     num_workers = _check_positive_int("num_workers", num_workers)
     replicas_per_worker = _check_positive_int("replicas_per_worker", replicas_per_worker)
-    if not 0 <= worker_index < num_workers:
-        raise ValueError(f"worker_index={worker_index!r}; allowed: 0..{num_workers - 1}")
+    worker_index = Integer(0, num_workers - 1, "a worker's index")("worker_index", worker_index)
     n = num_workers * replicas_per_worker
     floor, num_ceil = divmod(global_batch, n)
     worker_0 = [floor + 1] * num_ceil + [floor] * (n - num_ceil)
