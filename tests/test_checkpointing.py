@@ -8,34 +8,59 @@ import numpy as np
 import pytest
 
 from distsim.mechanics import checkpointing
+from distsim.validation import InputError
+
+HOUR_S = 3600.0
 
 
 def test_young_and_first_order_waste_by_hand():
     # C = 0.2 h, M = 10 h: sqrt(2 x 0.2 x 10) = 2 h, and there C/tau + tau/(2M) = 0.1 + 0.1 = 0.2.
-    assert checkpointing.young_interval(0.2, 10.0) == pytest.approx(2.0)
-    assert float(checkpointing.waste_first_order(2.0, 0.2, 10.0)) == pytest.approx(0.2)
-    # Daly adds higher-order terms and subtracts C: larger than Young's minus C, smaller than Young's.
-    assert 2.0 - 0.2 < checkpointing.daly_interval(0.2, 10.0) < 2.0
-    assert checkpointing.daly_interval(30.0, 10.0) == 10.0  # C >= 2M: checkpoint once per MTBF
+    assert checkpointing.young_interval(0.2 * HOUR_S, 10 * HOUR_S) == pytest.approx(2 * HOUR_S)
+    assert float(checkpointing.waste_first_order(2 * HOUR_S, 0.2 * HOUR_S, 10 * HOUR_S)) == pytest.approx(0.2)
+
+
+def test_daly_by_hand():
+    # C = 0.2 h, M = 10 h: x = C/(2M) = 0.01, sqrt(x) = 0.1, so Daly = 2 h x (1 + 0.1/3 + 0.01/9) - 0.2 h.
+    expected_h = 2 * (1 + 0.1 / 3 + 0.01 / 9) - 0.2
+    assert checkpointing.daly_interval(0.2 * HOUR_S, 10 * HOUR_S) == pytest.approx(expected_h * HOUR_S)
+    assert checkpointing.daly_interval(30 * HOUR_S, 10 * HOUR_S) == 10 * HOUR_S  # C >= 2M: once per MTBF
+
+
+def test_exact_waste_by_hand_for_a_short_interval():
+    # tau = 1 s, C = 0, R = 0, M = 1 s: one interval takes M (e^1 - 1) = 1.71828 s in expectation.
+    assert float(checkpointing.waste_exact(1.0, 0.0, 1.0)) == pytest.approx(math.e - 2)
 
 
 def test_exact_waste_matches_a_monte_carlo():
     # Independent paths: the closed form (M + R)(e^((tau + C)/M) - 1)/tau - 1 and a simulation of
-    # exponential failures. 300 jobs give a standard error near 0.1-0.6 %; 4 standard errors
-    # leave room for chance over the three intervals and nothing for a wrong formula.
-    for tau in (0.5, 2.0, 6.0):
-        mean, stderr = checkpointing.simulate_waste(tau, 0.2, 10.0, restart=0.05, seed=1)
-        exact = float(checkpointing.waste_exact(tau, 0.2, 10.0, 0.05))
-        assert abs(mean - exact) <= 4 * stderr, (tau, mean, exact, stderr)
+    # exponential failures that shares no code with it. 300 jobs of 240 h give a standard error of
+    # 0.1-0.6 %; 4 standard errors leave room for chance over the three intervals (p < 2e-4) and
+    # nothing for a wrong formula (dropping R or C moves the mean by > 10 standard errors).
+    for tau_h in (0.5, 2.0, 6.0):
+        mean, stderr = checkpointing.simulate_waste(tau_h * HOUR_S, 0.2 * HOUR_S, 10 * HOUR_S,
+                                                    work_s=240 * HOUR_S, restart_s=0.05 * HOUR_S, seed=1)
+        exact = float(checkpointing.waste_exact(tau_h * HOUR_S, 0.2 * HOUR_S, 10 * HOUR_S, 0.05 * HOUR_S))
+        assert abs(mean - exact) <= 4 * stderr, (tau_h, mean, exact, stderr)
 
 
-def test_the_exact_optimum_sits_near_dalys_estimate():
-    taus = np.linspace(0.5, 6, 5501)
-    best = taus[np.argmin(checkpointing.waste_exact(taus, 0.2, 10.0))]
-    assert best == pytest.approx(checkpointing.daly_interval(0.2, 10.0), abs=0.02)  # grid step 0.001 h
-    assert not math.isclose(best, checkpointing.young_interval(0.2, 10.0), abs_tol=0.02)
+def test_the_exact_optimum_sits_near_dalys_estimate_not_youngs():
+    taus_h = np.linspace(0.5, 6, 5501)   # grid step 0.001 h
+    best_h = taus_h[np.argmin(checkpointing.waste_exact(taus_h * HOUR_S, 0.2 * HOUR_S, 10 * HOUR_S))]
+    daly_h = checkpointing.daly_interval(0.2 * HOUR_S, 10 * HOUR_S) / HOUR_S
+    young_h = checkpointing.young_interval(0.2 * HOUR_S, 10 * HOUR_S) / HOUR_S
+    # Daly's estimate is accurate to third order in sqrt(C/2M) = 0.1, i.e. to about 0.1^3 x 2 h = 0.002 h
+    # plus the 0.001 h grid; Young's is off by about C (0.2 h) minus the correction, ~0.13 h.
+    assert abs(best_h - daly_h) < 0.01
+    assert abs(best_h - young_h) > 0.1
 
 
-def test_bad_simulation_input_is_refused():
-    with pytest.raises(ValueError, match="interval"):
-        checkpointing.simulate_waste(0.0, 0.2, 10.0)
+@pytest.mark.parametrize("call, path", [
+    (lambda: checkpointing.simulate_waste(0.0, 1.0, 10.0, work_s=100.0), "interval_s"),
+    (lambda: checkpointing.simulate_waste(1.0, 1.0, 10.0, work_s=0.5), "work_s"),
+    (lambda: checkpointing.simulate_waste(1.0, 1.0, 0.01, work_s=100.0), "work_s"),   # e^200 retries
+    (lambda: checkpointing.waste_exact([1.0, -1.0], 1.0, 10.0), "interval_s"),
+    (lambda: checkpointing.young_interval(1.0, float("nan")), "mtbf_s"),
+])
+def test_bad_input_names_the_field(call, path):
+    with pytest.raises(InputError, match=rf"^{path}="):
+        call()

@@ -353,13 +353,15 @@ def in_flight(result: Result) -> list[InFlight]:
     whose times are when each update landed (what :mod:`distsim.real` records).
     """
     if result.staleness is None or result.curve is None or result.trace is None:
-        raise ValueError("in_flight needs an asynchronous result with staleness, a curve and a trace")
+        missing = next(f for f in ("staleness", "curve", "trace") if getattr(result, f) is None)
+        raise InputError(f"result.{missing}", None, "an asynchronous run with staleness, a curve and a trace")
     compute = sorted((e for e in result.trace.events() if e.kind == "compute"), key=lambda e: e.step)
     start = np.array([e.start_s for e in compute])
     end = np.asarray(result.curve.time_s)
     worker, stale = result.staleness.worker, result.staleness.staleness
     if len(start) != len(end):
-        raise ValueError(f"{len(start)} compute events for {len(end)} updates; the trace does not match the curve")
+        raise InputError("result.trace", f"{len(start)} compute events",
+                         f"one per update of the curve ({len(end)}): a trace that matches the curve")
     span = float(end[-1] - start[0])
     rows = []
     for w in np.unique(worker):

@@ -223,15 +223,15 @@ def run_ps_with_worker_failure(
     reschedule the dead worker's functions on the others, and finish.
 
     Raises:
-        ValueError: not a ``processes`` parameter-server plan with >= 2 workers,
+        InputError: not a ``processes`` parameter-server plan with >= 2 workers,
             or a kill point outside the run.
         LaunchError: the coordinator did not finish (error or timeout).
     """
+    plan = InstanceOf(RunPlan, "a RunPlan")("plan", plan)
     if plan.strategy != "parameter_server" or plan.ps_cluster != "processes" or plan.num_workers < 2:
-        raise ValueError(f"plan {plan.label!r}, ps_cluster={plan.ps_cluster!r}; allowed: parameter_server with "
-                         "ps_cluster='processes' (one process per task) and >= 2 workers")
-    if not 0 < kill_after_updates < plan.total_steps:
-        raise ValueError(f"kill_after_updates={kill_after_updates}; allowed: 1..{plan.total_steps - 1}")
+        raise InputError("plan", plan.label, "a parameter_server plan with ps_cluster='processes' (one process per "
+                         "task) and >= 2 workers")
+    Integer(1, plan.total_steps - 1, "an update inside the run")("kill_after_updates", kill_after_updates)
     workdir = Path(workdir)
     killer = _KillAfter("chief0", kill_task, kill_after_updates)
     outcome, tasks = launch_plan(plan, workdir, timeout_s=timeout_s, progress=False, fail_fast=False,

@@ -179,7 +179,7 @@ def plot_speedup_curves(
     devices = np.asarray(devices, dtype=float)
     for label, values in curves.items():
         if len(values) != len(devices):
-            raise ValueError(f"curve {label!r} has {len(values)} values for {len(devices)} device counts")
+            raise InputError(f"curves[{label!r}]", f"{len(values)} values", f"one per device count ({len(devices)})")
     fig, ax = new_figure(6.4, 3.8)
     ax.plot(devices, devices, color="black", linestyle="--", linewidth=1, label="ideal")
     ax.axhline(1, color="0.6", linewidth=0.8)

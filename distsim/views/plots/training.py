@@ -160,7 +160,7 @@ def plot_staleness_shares(runs: Mapping[str, Staleness], num_workers: int) -> Fi
         num_workers: N, for the line at the immediate-pulls mean ``N - 1``.
     """
     if not runs:
-        raise ValueError("plot_staleness_shares needs at least one run")
+        raise InputError("runs", runs, "at least one label -> Staleness")
     top = max(int(st.staleness.max()) for st in runs.values())
     values = np.arange(top + 1)
     fig, ax = new_figure(8.0, 3.6)
