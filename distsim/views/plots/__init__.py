@@ -16,6 +16,7 @@ from distsim.views.plots.scaling import (
     plot_scaling,
     plot_speedup_curves,
 )
+from distsim.views.plots.losslab import plot_loss_lab, plot_mistake_by_replicas
 from distsim.views.plots.schedule import animate_schedule, plot_schedule_step, save_animation
 from distsim.views.plots.sharding import plot_sharding
 from distsim.views.plots.style import OKABE_ITO, SERIES_COLORS, figure_png, new_figure, save_figure, series_style, time_scale
@@ -37,6 +38,8 @@ __all__ = [
     "figure_png",
     "new_figure",
     "plot_comparison",
+    "plot_loss_lab",
+    "plot_mistake_by_replicas",
     "plot_cost_breakdown",
     "plot_predicted_vs_measured",
     "plot_ps_shards",
