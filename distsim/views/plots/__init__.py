@@ -23,6 +23,7 @@ from distsim.views.plots.style import OKABE_ITO, SERIES_COLORS, figure_png, new_
 from distsim.views.plots.timeline import TimelineDrawing, plot_timeline, plot_timelines
 from distsim.views.plots.training import (
     plot_checkpoint_waste,
+    plot_resumed_run,
     plot_staleness,
     plot_staleness_shares,
     plot_training_curves,
@@ -43,6 +44,7 @@ __all__ = [
     "plot_cost_breakdown",
     "plot_predicted_vs_measured",
     "plot_ps_shards",
+    "plot_resumed_run",
     "plot_scaling",
     "plot_speedup_curves",
     "plot_schedule_step",

@@ -195,3 +195,28 @@ def plot_checkpoint_waste(checkpoint_s: float, job_mtbf_s: float, restart_s: flo
            ylim=(0, min(100, 4 * 100 * exact.min())), title=title)
     ax.legend(fontsize="small", loc="lower left")
     return fig
+
+
+def plot_resumed_run(reference: Result, resumed: Result, resumed_from_step: int, failed_after_step: int) -> Figure:
+    """An uninterrupted run's loss curve (line) with a relaunched run's measured steps on it (dots),
+    and the steps trained before the failure and thrown away shaded.
+
+    Args:
+        reference: the uninterrupted run (steps counted from 1).
+        resumed: the relaunched run; its steps count from 1 at ``resumed_from_step + 1``.
+        resumed_from_step: steps the restored checkpoint already held.
+        failed_after_step: the last step trained before the failure.
+    """
+    for path, run in (("reference", reference), ("resumed", resumed)):
+        if InstanceOf(Result, "a Result")(path, run).curve is None:
+            raise InputError(f"{path}.curve", None, "a training curve: only runs that trained can be drawn")
+    resumed_from_step = Integer(0)("resumed_from_step", resumed_from_step)
+    failed_after_step = Integer(resumed_from_step)("failed_after_step", failed_after_step)
+    fig, ax = new_figure(8.0, 3.2)
+    ax.plot(reference.curve.step, reference.curve.loss, color=OKABE_ITO["blue"], label="uninterrupted")
+    ax.plot(resumed_from_step + resumed.curve.step, resumed.curve.loss, "o", ms=4, color=OKABE_ITO["orange"],
+            label="relaunched (measured)")
+    ax.axvspan(resumed_from_step + 0.5, failed_after_step + 0.5, color="0.85", label="trained, then lost")
+    ax.set(xlabel="training step", ylabel="training loss", title="The relaunched job picks up the uninterrupted curve")
+    ax.legend(fontsize="small")
+    return fig
