@@ -17,6 +17,7 @@ from distsim.views.plots.scaling import (
     plot_speedup_curves,
 )
 from distsim.views.plots.losslab import plot_loss_lab, plot_mistake_by_replicas
+from distsim.views.plots.pipeline import outline_passes, plot_microbatch_sweep, plot_pipeline_schedules
 from distsim.views.plots.schedule import animate_schedule, plot_schedule_step, save_animation
 from distsim.views.plots.sharding import plot_sharding
 from distsim.views.plots.style import OKABE_ITO, SERIES_COLORS, figure_png, new_figure, save_figure, series_style, time_scale
@@ -42,6 +43,9 @@ __all__ = [
     "plot_loss_lab",
     "plot_mistake_by_replicas",
     "plot_cost_breakdown",
+    "outline_passes",
+    "plot_microbatch_sweep",
+    "plot_pipeline_schedules",
     "plot_predicted_vs_measured",
     "plot_ps_shards",
     "plot_resumed_run",
