@@ -12,6 +12,7 @@ from distsim.views.plots.comparison import plot_comparison, plot_predicted_vs_me
 from distsim.views.plots.scaling import (
     cost_per_step,
     plot_cost_breakdown,
+    plot_message_times,
     plot_ps_shards,
     plot_scaling,
     plot_speedup_curves,
@@ -44,6 +45,7 @@ __all__ = [
     "plot_mistake_by_replicas",
     "plot_cost_breakdown",
     "outline_passes",
+    "plot_message_times",
     "plot_microbatch_sweep",
     "plot_pipeline_schedules",
     "plot_predicted_vs_measured",

@@ -224,3 +224,23 @@ def plot_ps_shards(shards: Sequence[int], worker_s: float, ps_s: Sequence[float]
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
     return fig
+
+
+def plot_message_times(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+                       points: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+                       title: str | None = None) -> Figure:
+    """All-reduce time (s) against message size (bytes), log-log: ``curves`` (label -> (sizes, seconds))
+    as lines, ``points`` (label -> (sizes, seconds)) as hollow markers (measured values)."""
+    if not curves and not points:
+        raise InputError("curves", curves, "at least one label -> (sizes in bytes, seconds)")
+    fig, ax = new_figure(7, 4.2)
+    for i, (label, (x, y)) in enumerate(curves.items()):
+        style = series_style(i)
+        ax.loglog(x, y, label=label, color=style["color"], linestyle=style["linestyle"])  # no markers: dense x
+    for j, (label, (x, y)) in enumerate((points or {}).items()):
+        ax.loglog(x, y, "o", markerfacecolor="none", markersize=8, label=label,
+                  color=SERIES_COLORS[(len(curves) + j) % len(SERIES_COLORS)])
+    ax.set(xlabel="message size per rank (bytes)", ylabel="all-reduce time (s)", title=title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize="small")
+    return fig
