@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 
 from distsim.engines import predict, sweep
 from distsim.scenario import make_scenario
-from distsim.mechanics.strategies import plan
-from distsim.engines.timing import model_params, simulate, step_model
+from distsim.engines.steady import step_model
+from distsim.engines.timeline import simulate
 from distsim.results.trace import EVENT_KINDS
 
 
 def _model(scn):
-    return step_model(model_params(scn), plan(scn), scn.cluster.device.kind, scn.training.shard_policy)
+    return step_model(scn)
 
 
 @settings(max_examples=40, deadline=None)

@@ -1,4 +1,4 @@
-"""How a synchronous data-parallel step unfolds in time.
+"""The synchronous step in closed form: steady-state step and epoch times.
 
 The model, per step and per replica (all times in seconds):
 
@@ -22,32 +22,31 @@ The model, per step and per replica (all times in seconds):
   more localhost processes than cores) runs this single-threaded host work
   ``1 / physical_cores`` times slower.
 * **compute**: forward (1/3 of ``batch x seconds_per_example``) and backward
-  (2/3) split into ``num_buckets`` gradient buckets. Seconds per example is
-  the workload's measured ``compute_s_per_sample`` or ``flops_per_sample /
-  (peak_flops x efficiency)``. Replicas on their own hardware compute side by
-  side. CPU devices that share ``physical_cores`` take turns on those cores,
-  each using all of them, so N logical devices on 2 cores compute no faster
-  than one device on those 2 cores. One replica's compute then hides the
-  next one's dispatch: with dispatch ``d`` and a replica's compute ``q`` on
-  all the cores, L replicas take ``L max(d, q) + min(d, q)`` (a two-stage
-  flow shop).
-* **comm**: bucket k's all-reduce starts once every replica has finished
-  bucket k and bucket k-1's all-reduce is done, so it overlaps the remaining
-  backward. Its duration is the alpha-beta cost of the strategy's schedule
-  (:func:`distsim.mechanics.collectives.cost_model`) for ``gradient_bytes / num_buckets``.
+  (2/3). Seconds per example is the workload's measured
+  ``compute_s_per_sample`` or ``flops_per_sample / (peak_flops x
+  efficiency)``. Replicas on their own hardware compute side by side. CPU
+  devices that share ``physical_cores`` take turns on those cores, each
+  using all of them, so N logical devices on 2 cores compute no faster than
+  one device on those 2 cores. One replica's compute then hides the next
+  one's dispatch: with dispatch ``d`` and a replica's compute ``q`` on all
+  the cores, L replicas take ``L max(d, q) + min(d, q)`` (a two-stage flow
+  shop).
+* **comm**: the gradient travels as the collectives of
+  :mod:`distsim.mechanics.gradients` (equal buckets, one per tensor, TF2
+  packs or Horovod fusion buffers), one at a time, each starting once every
+  replica has produced its tensors and the previous one is done, so they
+  overlap the rest of the backward pass. Each costs the strategy's
+  collective for its bytes (:func:`collective_s`).
 * **update**: ``num_params x optimizer_bytes_per_param /
   memory_bandwidth_Bps``.
 * **metrics**: across worker processes (multi_worker_mirrored), Keras
   all-reduces each of its ``metric_values`` scalar metric variables after
   the update, one after another: latency-bound collectives of 4 bytes.
-* **stragglers**: each (step, replica) compute time is multiplied by a seeded
-  factor with mean 1. With ``backup_workers = b`` the all-reduce (one bucket)
-  starts when the (N - b)-th replica is done; the slower ones are cut off.
 
-:func:`step_model` gives the deterministic steady-state step time in closed
-form (vectorised; the sweep uses it), :func:`simulate` the full timeline as a
-columnar :class:`~distsim.results.trace.Trace`. With deterministic compute the two
-agree exactly.
+:func:`step_model` gives the deterministic steady-state step time,
+vectorised over NumPy arrays of the numeric fields (the sweep uses it);
+:mod:`distsim.engines.timeline` simulates the same model step by step with
+stragglers. With deterministic compute the two agree exactly.
 """
 
 from __future__ import annotations
@@ -56,11 +55,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from distsim.mechanics import sharding, stragglers
+from distsim.mechanics import gradients
 from distsim.mechanics.collectives import cost_model
-from distsim.scenario import Scenario
 from distsim.mechanics.strategies import StrategyPlan, plan
-from distsim.results.trace import EVENT_KINDS, Trace
+from distsim.scenario import Scenario
 
 #: Scenario fields the vectorised model reads (numeric; None becomes NaN).
 MODEL_FIELDS: tuple[str, ...] = (
@@ -107,8 +105,113 @@ def model_params(scenario: Scenario) -> dict[str, np.ndarray]:
     return out
 
 
-def _ceil_div(a, b):
+def ceil_div(a, b):
     return -(-np.asarray(a) // np.asarray(b))
+
+
+# ------------------------------------------------------------------ communication
+
+
+def collective_s(p: dict, plan_: StrategyPlan, num_replicas: int, message_bytes) -> np.ndarray:
+    """Seconds of one collective of ``message_bytes`` per replica with the
+    strategy's algorithm on the scenario's links (0 without communication)."""
+    if plan_.algorithm is None or num_replicas == 1 and plan_.algorithm != "parameter_server":
+        return np.zeros(np.shape(message_bytes))
+    model = cost_model(plan_.algorithm, int(num_replicas), **plan_.options)
+    return model.time_s(message_bytes, p["cluster.intra_link.latency_s"], p["cluster.intra_link.bandwidth_Bps"],
+                        p["cluster.inter_link.latency_s"], p["cluster.inter_link.bandwidth_Bps"])
+
+
+@dataclass(frozen=True)
+class Collectives:
+    """The gradient's collectives in one step of a scenario.
+
+    Attributes:
+        plan: the resolved strategy.
+        num_replicas: ranks of the collective.
+        training: the scenario's training knobs (grouping and its settings).
+        stream: the gradient tensors in backward order.
+        gradient_bytes: the scenario's gradient bytes (cut points of packs
+            and fusion buffers).
+        backup_workers: whether the step aggregates only the first replicas
+            (then the whole gradient is one collective).
+    """
+
+    plan: StrategyPlan
+    num_replicas: int
+    training: object
+    stream: gradients.TensorStream
+    gradient_bytes: float
+    backup_workers: bool = False
+
+    @classmethod
+    def of(cls, scenario: Scenario, plan_: StrategyPlan | None = None) -> "Collectives | None":
+        """None when the strategy sums no gradients (one replica, or async)."""
+        plan_ = plan_ or plan(scenario)
+        n = scenario.num_replicas
+        if plan_.mode == "async" or plan_.algorithm is None or n == 1 and plan_.algorithm != "parameter_server":
+            return None
+        return cls(plan_, n, scenario.training, gradients.tensor_stream(scenario.workload),
+                   float(scenario.workload.gradient_bytes), scenario.training.backup_workers > 0)
+
+    def duration_s(self, p: dict, message_bytes) -> np.ndarray:
+        return collective_s(p, self.plan, self.num_replicas, message_bytes)
+
+    @property
+    def fused(self) -> bool:
+        """Whether the grouping depends on the step's timing (Horovod fusion)."""
+        return self.training.grouping == "fusion" and not self.backup_workers
+
+    def static_groups(self) -> gradients.Groups:
+        """The collectives when they do not depend on timing."""
+        if self.backup_workers:
+            return gradients.Groups(np.ones(1), np.ones(1))
+        return gradients.static_groups(self.stream, self.training, self.gradient_bytes)
+
+    def fused_groups(self, ready_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Horovod's buffers for tensors ready at ``ready_s`` after the first tick."""
+        t = self.training
+        return gradients.fusion_groups(ready_s, self.stream.share, self.gradient_bytes, t.fusion_cycle_s,
+                                       t.fusion_threshold_bytes)
+
+    def chain_s(self, p: dict, backward_s) -> np.ndarray:
+        """Seconds from the start of the backward pass until the last
+        collective ends, with every replica's backward taking ``backward_s``
+        (arrays broadcast over a sweep)."""
+        grad = p["workload.num_params"] * p["workload.bytes_per_param"]
+        bwd = np.asarray(backward_s, dtype=float)
+        if self.training.grouping == "buckets" or self.backup_workers:
+            # Equal buckets: max_k((k+1)/K bwd + (K-k) c) is attained at k = 0 or K-1.
+            k = 1 if self.backup_workers else self.training.num_buckets
+            c = self.duration_s(p, grad / k)
+            return np.maximum(bwd / k + k * c, bwd + c)
+        if not self.fused:
+            groups = self.static_groups()
+            return gradients.serial_chain_end([r * bwd for r in groups.ready],
+                                              [self.duration_s(p, s * grad) for s in groups.share])
+        out = np.empty(np.broadcast_shapes(bwd.shape, np.shape(grad)))
+        bwd_b = np.broadcast_to(bwd, out.shape)
+        for value in np.unique(bwd_b):  # the buffers depend on the backward pass's length
+            rows = bwd_b == value
+            launch, share = self.fused_groups(self.stream.ready * value)
+            sub = {k: np.broadcast_to(v, out.shape)[rows] for k, v in p.items()}
+            grad_rows = sub["workload.num_params"] * sub["workload.bytes_per_param"]
+            out[rows] = gradients.serial_chain_end(list(launch), [self.duration_s(sub, s * grad_rows) for s in share])
+        return out
+
+
+def metric_comm_s(p: dict, plan_: StrategyPlan, num_replicas: int) -> np.ndarray:
+    """Seconds of the per-step metric all-reduces: ``metric_values`` 4-byte
+    all-reduces one after another with the gradient's schedule, when the
+    replicas span several worker processes (multi_worker_mirrored); 0
+    otherwise."""
+    one_process = np.all(p["cluster.num_workers"] == 1)
+    if plan_.strategy != "multi_worker_mirrored" or plan_.algorithm is None or one_process:
+        return np.zeros_like(p["training.metric_values"])
+    return p["training.metric_values"] * collective_s(p, plan_, num_replicas, 4.0)
+
+
+# ------------------------------------------------------------------ host and compute
 
 
 @dataclass
@@ -124,8 +227,8 @@ class StepParts:
             starts computing: its own and earlier replicas' dispatch, and on
             shared cores the earlier replicas' compute.
         forward_s, backward_s: compute pieces of the last replica.
-        bucket_comm_s: all-reduce time of one bucket (0 without communication).
-        num_buckets: buckets.
+        comm_chain_s: from the start of the backward pass until the last
+            gradient collective ends (0 without communication).
         update_s: optimizer update.
         metric_comm_s: the metric all-reduces after the update.
     """
@@ -136,8 +239,7 @@ class StepParts:
     dispatch_s: np.ndarray
     forward_s: np.ndarray
     backward_s: np.ndarray
-    bucket_comm_s: np.ndarray
-    num_buckets: np.ndarray
+    comm_chain_s: np.ndarray
     update_s: np.ndarray
     metric_comm_s: np.ndarray
 
@@ -149,15 +251,8 @@ class StepParts:
 
     @property
     def exposed_comm_s(self) -> np.ndarray:
-        """All-reduce time not hidden behind the backward pass.
-
-        Bucket k is ready at ``(k+1)/K`` of the backward; the chain of
-        all-reduces ends at ``max_k(ready_k + (K-k) c)``, which is attained at
-        k = 0 or k = K-1.
-        """
-        k, c, bwd = self.num_buckets, self.bucket_comm_s, self.backward_s
-        chain_end = np.maximum(bwd / k + k * c, bwd + c)
-        return np.where(c > 0, chain_end - bwd, 0.0)
+        """Gradient communication not hidden behind the backward pass."""
+        return np.where(self.comm_chain_s > 0, np.maximum(self.comm_chain_s - self.backward_s, 0.0), 0.0)
 
 
 def shares_cores(p: dict, device_kind: str) -> np.ndarray:
@@ -212,59 +307,44 @@ def dispatch_wait_s(local, dispatch, compute, shared) -> np.ndarray:
     return np.where(shared, flow_end - compute, local * dispatch)
 
 
+def input_s(p: dict, global_examples, shard_policy: str, device_kind: str) -> np.ndarray:
+    """A worker host's input time for a step of ``global_examples``: reading
+    them (its own share unless DATA sharding), and copying a replica's batch
+    to its accelerator."""
+    workers = p["cluster.num_workers"]
+    replicas = workers * p["cluster.devices_per_worker"]
+    read = np.where((workers == 1) | (shard_policy == "DATA"), global_examples, ceil_div(global_examples, workers))
+    host_s = read * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
+    batch = ceil_div(global_examples, replicas)
+    copy_s = 0.0 if device_kind == "cpu" else batch * p["workload.input_bytes_per_sample"] / p["cluster.intra_link.bandwidth_Bps"]
+    return host_s + copy_s
+
+
+def update_s(p: dict) -> np.ndarray:
+    """The optimizer update on the device: its bytes over memory bandwidth."""
+    return p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / p["cluster.device.memory_bandwidth_Bps"]
+
+
 def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, shard_policy: str,
-               comm_s_per_bucket, metric_comm_s=0.0) -> StepParts:
+               collectives: Collectives | None = None, metric_comm=0.0) -> StepParts:
     """Costs of one step that carries ``global_examples`` examples."""
     workers = p["cluster.num_workers"]
     local = p["cluster.devices_per_worker"]
-    replicas = workers * local
-    b = _ceil_div(global_examples, replicas).astype(float)
+    b = ceil_div(global_examples, workers * local).astype(float)
     compute = b * seconds_per_example(p, device_kind)
     overhead, dispatch = host_costs_s(p, plan_, device_kind)
-    read = np.where((workers == 1) | (shard_policy == "DATA"), global_examples, _ceil_div(global_examples, workers))
-    host_s = read * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
-    copy_s = 0.0 if device_kind == "cpu" else b * p["workload.input_bytes_per_sample"] / p["cluster.intra_link.bandwidth_Bps"]
-    update = p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / p["cluster.device.memory_bandwidth_Bps"]
+    backward = compute * 2 / 3
+    chain = np.zeros_like(b) if collectives is None else collectives.chain_s(p, backward) * np.ones_like(b)
     return StepParts(
         replica_batch=b,
-        input_s=host_s + copy_s,
+        input_s=input_s(p, global_examples, shard_policy, device_kind) * np.ones_like(b),
         overhead_s=overhead * np.ones_like(b),
         dispatch_s=dispatch_wait_s(local, dispatch, compute, shares_cores(p, device_kind)) * np.ones_like(b),
         forward_s=compute / 3,
-        backward_s=compute * 2 / 3,
-        bucket_comm_s=np.asarray(comm_s_per_bucket, dtype=float) * np.ones_like(b),
-        num_buckets=p["training.num_buckets"] * np.ones_like(b),
-        update_s=update * np.ones_like(b),
-        metric_comm_s=np.asarray(metric_comm_s, dtype=float) * np.ones_like(b),
-    )
-
-
-def metric_comm_s(p: dict, plan_: StrategyPlan, num_replicas: int) -> np.ndarray:
-    """Seconds of the per-step metric all-reduces: ``metric_values`` 4-byte
-    all-reduces one after another with the gradient's schedule, when the
-    replicas span several worker processes (multi_worker_mirrored); 0
-    otherwise."""
-    one_process = np.all(p["cluster.num_workers"] == 1)
-    if plan_.strategy != "multi_worker_mirrored" or plan_.algorithm is None or one_process:
-        return np.zeros_like(p["training.metric_values"])
-    model = cost_model(plan_.algorithm, int(num_replicas), **plan_.options)
-    one = model.time_s(4.0, p["cluster.intra_link.latency_s"], p["cluster.intra_link.bandwidth_Bps"],
-                       p["cluster.inter_link.latency_s"], p["cluster.inter_link.bandwidth_Bps"])
-    return p["training.metric_values"] * one
-
-
-def bucket_comm_s(p: dict, plan_: StrategyPlan, num_replicas: int) -> np.ndarray:
-    """All-reduce seconds of one gradient bucket (0 without communication)."""
-    if plan_.algorithm is None or num_replicas == 1 and plan_.algorithm != "parameter_server":
-        return np.zeros_like(p["training.num_buckets"])
-    model = cost_model(plan_.algorithm, int(num_replicas), **plan_.options)
-    bucket_bytes = p["workload.num_params"] * p["workload.bytes_per_param"] / p["training.num_buckets"]
-    return model.time_s(
-        bucket_bytes,
-        p["cluster.intra_link.latency_s"],
-        p["cluster.intra_link.bandwidth_Bps"],
-        p["cluster.inter_link.latency_s"],
-        p["cluster.inter_link.bandwidth_Bps"],
+        backward_s=backward,
+        comm_chain_s=chain,
+        update_s=update_s(p) * np.ones_like(b),
+        metric_comm_s=np.asarray(metric_comm, dtype=float) * np.ones_like(b),
     )
 
 
@@ -280,7 +360,7 @@ def fill_s(p: dict, prefetch, shard_policy: str) -> np.ndarray:
     the per-step input time)."""
     workers = p["cluster.num_workers"]
     per_worker = np.where((workers == 1) | (shard_policy == "DATA"), p["workload.num_examples"],
-                          _ceil_div(p["workload.num_examples"], workers))
+                          ceil_div(p["workload.num_examples"], workers))
     reads = np.minimum(p["training.shuffle_buffer"], per_worker)
     t = reads * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
     return np.where(prefetch, t, 0.0)
@@ -309,26 +389,29 @@ class ModelOutput:
         return self.throughput_samples_per_s / self.baseline_throughput_samples_per_s
 
 
-def step_model(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> ModelOutput:
-    """Closed-form steady-state step and epoch times for every entry of the
-    (broadcast) arrays in ``p``. ``cluster.num_workers`` and
-    ``cluster.devices_per_worker`` must be uniform here (the sweep groups by
-    them), because the collective's schedule depends on them."""
-    replicas = int(np.unique(p["cluster.num_workers"] * p["cluster.devices_per_worker"]).item())
-    comm = bucket_comm_s(p, plan_, replicas)
-    metrics = metric_comm_s(p, plan_, replicas)
+def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
+    """Closed-form steady-state step and epoch times of ``scenario``, for
+    every entry of the (broadcast) numeric arrays in ``p`` (default: the
+    scenario's own :func:`model_params`). The replica layout comes from the
+    scenario (the sweep groups rows by it), because the collectives depend
+    on it."""
+    p = model_params(scenario) if p is None else p
+    plan_ = plan(scenario)
+    kind, policy = scenario.cluster.device.kind, scenario.training.shard_policy
+    collectives = Collectives.of(scenario, plan_)
+    metrics = metric_comm_s(p, plan_, scenario.num_replicas)
     batch = p["training.global_batch"]
-    parts = step_parts(p, batch, plan_, device_kind, shard_policy, comm, metrics)
+    parts = step_parts(p, batch, plan_, kind, policy, collectives, metrics)
     step = step_time_s(parts, plan_.prefetch)
     full, rest = epoch_plan(p)
-    rest_parts = step_parts(p, np.maximum(rest, 1), plan_, device_kind, shard_policy, comm, metrics)
-    epoch = fill_s(p, plan_.prefetch, shard_policy) + full * step + np.where(rest > 0, step_time_s(rest_parts, plan_.prefetch), 0.0)
+    rest_parts = step_parts(p, np.maximum(rest, 1), plan_, kind, policy, collectives, metrics)
+    epoch = fill_s(p, plan_.prefetch, policy) + full * step + np.where(rest > 0, step_time_s(rest_parts, plan_.prefetch), 0.0)
     # One device of the same kind on the same host, one replica's batch, same pipeline.
     one = dict(p)
     one["cluster.num_workers"] = np.ones_like(p["cluster.num_workers"])
     one["cluster.devices_per_worker"] = np.ones_like(p["cluster.devices_per_worker"])
     one["training.global_batch"] = parts.replica_batch
-    base = step_parts(one, parts.replica_batch, plan_, device_kind, shard_policy, 0.0)
+    base = step_parts(one, parts.replica_batch, plan_, kind, policy)
     return ModelOutput(
         step_time_s=step,
         exposed_comm_s=parts.exposed_comm_s,
@@ -336,191 +419,3 @@ def step_model(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str
         throughput_samples_per_s=batch / step,
         baseline_throughput_samples_per_s=parts.replica_batch / step_time_s(base, plan_.prefetch),
     )
-
-
-# ------------------------------------------------------------------ timeline
-
-
-@dataclass
-class Timeline:
-    """What :func:`simulate` produced.
-
-    Attributes:
-        trace: every event (columnar).
-        step_times_s: wall time of each step (last replica's update end minus
-            the previous one's).
-        exposed_comm_s: all-reduce time after the last replica's backward, per step.
-        global_examples: examples in each simulated step.
-        epoch_start: whether each step starts an epoch.
-    """
-
-    trace: Trace
-    step_times_s: np.ndarray
-    exposed_comm_s: np.ndarray
-    global_examples: np.ndarray
-    epoch_start: np.ndarray
-
-
-def _step_sizes(scenario: Scenario) -> tuple[np.ndarray, np.ndarray]:
-    """Global examples in each simulated step (the epoch's sequence, cycled),
-    and which steps open an epoch."""
-    t = scenario.training
-    n, b = scenario.workload.num_examples, t.global_batch
-    per_epoch = [b] * (n // b) + ([] if t.drop_remainder or n % b == 0 else [n % b])
-    reps = -(-t.steps // len(per_epoch))
-    sizes = np.array((per_epoch * reps)[: t.steps])
-    starts = np.zeros(t.steps, dtype=bool)
-    starts[:: len(per_epoch)] = True
-    return sizes, starts
-
-
-class _Columns:
-    """Collects trace events as arrays (no per-event Python objects)."""
-
-    def __init__(self) -> None:
-        self.labels: list[str] = []
-        self.parts: list[tuple[np.ndarray, ...]] = []
-
-    def add(self, device, kind: str, start, end, step, label: str, keep=None) -> None:
-        device, start, end, step = (np.asarray(x).ravel() for x in np.broadcast_arrays(device, start, end, step))
-        mask = end > start if keep is None else np.asarray(keep).ravel() & (end > start)
-        if label not in self.labels:
-            self.labels.append(label)
-        lab = self.labels.index(label)
-        n = int(mask.sum())
-        self.parts.append((device[mask], np.full(n, EVENT_KINDS.index(kind), np.int8), start[mask], end[mask],
-                           step[mask], np.full(n, lab, np.int32)))
-
-    def trace(self, devices: list[str]) -> Trace:
-        cols = [np.concatenate(c) if self.parts else np.zeros(0) for c in zip(*self.parts)]
-        return Trace(devices=devices, labels=self.labels, device=cols[0].astype(np.int32),
-                     kind=cols[1].astype(np.int8), start_s=cols[2].astype(float), end_s=cols[3].astype(float),
-                     step=cols[4].astype(np.int64), label=cols[5].astype(np.int32))
-
-
-def simulate(scenario: Scenario) -> Timeline:
-    """Simulate ``training.steps`` synchronous steps event by event.
-
-    Returns the per-device trace (tracks ``w<i>/input`` for each host,
-    ``w<i>/r<j>`` for each replica's compute and ``w<i>/r<j>/comm`` for its
-    all-reduce stream) and the per-step times.
-    """
-    plan_ = plan(scenario)
-    if plan_.mode != "sync":
-        raise ValueError(f"strategy mode={plan_.mode!r}; simulate() handles 'sync' (use distsim.predict for async)")
-    c, t = scenario.cluster, scenario.training
-    workers, local = c.num_workers, c.devices_per_worker
-    replicas = workers * local
-    p = model_params(scenario)
-    kind = c.device.kind
-    sizes, epoch_start = _step_sizes(scenario)
-    n_steps = len(sizes)
-    k_buckets = 1 if t.backup_workers else t.num_buckets
-    p_buckets = dict(p, **{"training.num_buckets": np.asarray(float(k_buckets))})
-    comm = float(bucket_comm_s(p_buckets, plan_, replicas))
-    per_example = float(seconds_per_example(p, kind))
-    shared = bool(shares_cores(p, kind))
-    overhead, dispatch = (float(x) for x in host_costs_s(p, plan_, kind))
-    metrics = float(metric_comm_s(p, plan_, replicas))
-    update = float(p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / p["cluster.device.memory_bandwidth_Bps"])
-    fill = float(fill_s(p, plan_.prefetch, t.shard_policy))
-    rng = np.random.default_rng(t.seed)
-    factor = stragglers.factors(rng, t.compute_distribution, (n_steps, replicas), t.compute_sigma)
-    # Per-step, per-replica batch sizes and per-worker input times.
-    rep_batch = np.array([sharding.replica_batch_sizes(int(g), replicas) for g in sizes], dtype=float)
-    input_s = np.empty((n_steps, workers))
-    for s, g in enumerate(sizes):
-        parts = step_parts(p, float(g), plan_, kind, t.shard_policy, comm)
-        input_s[s] = float(parts.input_s)
-    input_s += np.where(epoch_start, fill, 0.0)[:, None]
-    aggregate = replicas - t.backup_workers
-    worker_of = np.repeat(np.arange(workers), local)
-    local_index = np.tile(np.arange(local), workers)
-
-    # Outputs, shape (steps, replicas) unless noted.
-    in_start = np.zeros((n_steps, workers))
-    in_end = np.zeros((n_steps, workers))
-    host_start = np.zeros((n_steps, workers))
-    disp_end = np.zeros((n_steps, replicas))
-    c_start = np.zeros((n_steps, replicas))
-    fwd_end = np.zeros((n_steps, replicas))
-    ready = np.zeros((n_steps, k_buckets, replicas))
-    comm_start = np.zeros((n_steps, k_buckets))
-    comm_end = np.zeros((n_steps, k_buckets))
-    upd_start = np.zeros((n_steps, replicas))
-    upd_end = np.zeros((n_steps, replicas))
-    step_end = np.zeros(n_steps)
-    dev_free = np.zeros(replicas)
-    prev_in_end = np.zeros(workers)
-    prev_step_end = 0.0
-    prev_host_start = np.zeros(workers)
-    fractions = (np.arange(k_buckets) + 1) / k_buckets
-    for s in range(n_steps):
-        gate = prev_host_start if plan_.prefetch else np.full(workers, prev_step_end)
-        in_start[s] = np.maximum(prev_in_end, gate if s else 0.0)
-        in_end[s] = in_start[s] + input_s[s]
-        host_start[s] = np.maximum(in_end[s], dev_free.reshape(workers, local).max(axis=1))
-        disp_end[s] = host_start[s][worker_of] + overhead + (local_index + 1) * dispatch
-        work = rep_batch[s] * per_example * factor[s]
-        if shared:  # the worker's replicas take turns on its cores, in dispatch order
-            turn = disp_end[s].reshape(workers, local).copy()
-            busy = work.reshape(workers, local)
-            for j in range(1, local):
-                turn[:, j] = np.maximum(turn[:, j], turn[:, j - 1] + busy[:, j - 1])
-            c_start[s] = turn.ravel()
-        else:
-            c_start[s] = disp_end[s]
-        fwd_end[s] = c_start[s] + work / 3
-        ready[s] = fwd_end[s][None, :] + fractions[:, None] * (2 * work / 3)[None, :]
-        if comm > 0:
-            if aggregate < replicas:
-                gather = np.partition(ready[s], aggregate - 1, axis=1)[:, aggregate - 1]
-                ready[s] = np.minimum(ready[s], gather[:, None])  # stragglers are cut off
-            else:
-                gather = ready[s].max(axis=1)
-            end = 0.0
-            for k in range(k_buckets):
-                comm_start[s, k] = max(gather[k], end)
-                end = comm_end[s, k] = comm_start[s, k] + comm
-            upd_start[s] = end
-        else:
-            upd_start[s] = ready[s, -1]
-        upd_end[s] = upd_start[s] + update
-        step_end[s] = upd_end[s].max() + metrics  # the metric all-reduces wait for every replica
-        dev_free = np.full(replicas, step_end[s]) if metrics > 0 else upd_end[s]
-        prev_in_end = in_end[s]
-        prev_host_start = host_start[s]  # the step took its batch: the next one may be read
-        prev_step_end = step_end[s]
-
-    step_times = np.diff(np.concatenate([[0.0], step_end]))
-    exposed = np.where(comm > 0, comm_end[:, -1] - ready[:, -1, :].max(axis=1), 0.0)
-
-    devices = [f"w{w}/input" for w in range(workers)]
-    devices += [f"w{w}/r{r}" for w in range(workers) for r in range(local)]
-    devices += [f"w{w}/r{r}/comm" for w in range(workers) for r in range(local)]
-    host_dev = np.arange(workers)[None, :]
-    rep_dev = workers + np.arange(replicas)[None, :]
-    comm_dev = workers + replicas + np.arange(replicas)[None, :]
-    step_col = np.arange(n_steps)[:, None]
-    cols = _Columns()
-    cols.add(host_dev, "input", in_start, in_end, step_col, "input pipeline")
-    free = np.where(metrics > 0, step_end[:, None], upd_end)
-    prev_free = np.vstack([np.zeros((1, replicas)), free[:-1]])
-    host_begin = host_start[:, worker_of]
-    cols.add(rep_dev, "idle", prev_free, host_begin, step_col, "wait for input")
-    cols.add(rep_dev, "idle", host_begin, disp_end, step_col, "host overhead + dispatch")
-    cols.add(rep_dev, "idle", disp_end, c_start, step_col, "wait for shared cores")
-    cols.add(rep_dev, "compute", c_start, fwd_end, step_col, "forward")
-    starts = np.concatenate([fwd_end[:, None, :], ready[:, :-1, :]], axis=1)
-    for k in range(k_buckets):
-        cols.add(rep_dev, "compute", starts[:, k], ready[:, k], step_col, f"backward {k}" if k_buckets > 1 else "backward")
-    cols.add(rep_dev, "idle", ready[:, -1], upd_start, step_col, "wait for all-reduce")
-    for k in range(k_buckets):
-        cols.add(comm_dev, "comm", comm_start[:, k, None] * np.ones((1, replicas)), comm_end[:, k, None] * np.ones((1, replicas)),
-                 step_col, f"all-reduce {k}" if k_buckets > 1 else "all-reduce")
-    cols.add(rep_dev, "update", upd_start, upd_end, step_col, "update")
-    if metrics > 0:
-        cols.add(comm_dev, "comm", upd_end.max(axis=1)[:, None] * np.ones((1, replicas)),
-                 step_end[:, None] * np.ones((1, replicas)), step_col, "metric all-reduces")
-    return Timeline(trace=cols.trace(devices), step_times_s=step_times, exposed_comm_s=exposed,
-                    global_examples=sizes, epoch_start=epoch_start)

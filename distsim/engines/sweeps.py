@@ -1,7 +1,7 @@
 """``distsim.sweep``: predictions over a grid of scenario fields at once.
 
 :func:`sweep` evaluates the closed-form steady-state model of
-:mod:`distsim.engines.timing` (and the PS throughput bound for asynchronous
+:mod:`distsim.engines.steady` (and the PS throughput bound for asynchronous
 training) over the cartesian product of the values given, vectorised with
 NumPy, for speedup/efficiency tables and what-if plots. It uses the mean
 compute time (no straggler draws).
@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from distsim.engines import timing
+from distsim.engines import steady
 from distsim.engines.prediction import async_costs
 from distsim.mechanics.strategies import plan
 from distsim.scenario import Scenario
@@ -105,7 +105,7 @@ def sweep(scenario: Scenario, over: dict[str, Sequence]) -> SweepTable:
         for v in _representatives(vals):
             scenario.replace(key, v)  # validates the value the way a scenario does
         values[key] = vals
-    numeric = [k for k in keys if k in timing.MODEL_FIELDS and k not in _GROUP_FIELDS and _all_numbers(values[k])]
+    numeric = [k for k in keys if k in steady.MODEL_FIELDS and k not in _GROUP_FIELDS and _all_numbers(values[k])]
     structural = [k for k in keys if k not in numeric]
     grid = np.array(list(itertools.product(*(range(len(values[k])) for k in keys))), dtype=np.int64).reshape(-1, len(keys))
     n = len(grid)
@@ -119,7 +119,7 @@ def sweep(scenario: Scenario, over: dict[str, Sequence]) -> SweepTable:
         scn = scenario
         for k, i in zip(structural, idx):
             scn = scn.replace(k, values[k][i])
-        p = timing.model_params(scn)
+        p = steady.model_params(scn)
         for k in numeric:
             col = np.asarray(values[k], dtype=float)[grid[rows, keys.index(k)]]
             p[k] = col
@@ -170,7 +170,7 @@ def _evaluate(scn: Scenario, p: dict) -> dict[str, np.ndarray]:
     plan_ = plan(scn)
     kind, policy = scn.cluster.device.kind, scn.training.shard_policy
     replicas = np.full(len(p["training.global_batch"]), float(scn.num_replicas))
-    model = timing.step_model(p, plan_, kind, policy)
+    model = steady.step_model(scn, p)
     if plan_.mode == "async":
         costs = async_costs(p, plan_, kind, policy)
         cycle = costs.pull_s + costs.compute_s + costs.push_s

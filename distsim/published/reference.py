@@ -16,11 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from distsim.engines import timing
+from distsim.engines import steady
 from distsim.validation.jsonfile import read_json
 from distsim.engines.prediction import predict
 from distsim.scenario import SCHEMA_VERSION, Scenario
-from distsim.mechanics.strategies import plan
 
 
 def reference_dir() -> Path:
@@ -125,7 +124,7 @@ def _model_seconds(table: ReferenceTable, column: int, dataset: str, compute_s_p
     """The closed-form model's value of a cell (what :func:`predicted_seconds`
     gives for deterministic compute, without building the timeline)."""
     scn = cell_scenario(table, column, dataset, compute_s_per_sample)
-    out = timing.step_model(timing.model_params(scn), plan(scn), scn.cluster.device.kind, scn.training.shard_policy)
+    out = steady.step_model(scn)
     return float(out.epoch_time_s) * table.epochs_reported
 
 

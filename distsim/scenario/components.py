@@ -19,6 +19,7 @@ from distsim.validation import (
     Number,
     OneOf,
     Optional,
+    Sequence,
     StringMap,
     Text,
     check_fields,
@@ -53,6 +54,9 @@ ALGORITHMS: tuple[str, ...] = (
     "parameter_server",
     "torus2d",
 )
+
+#: How gradient tensors are grouped into collectives (see :mod:`distsim.mechanics.gradients`).
+GROUPINGS: tuple[str, ...] = ("buckets", "per_tensor", "pack", "fusion")
 
 #: ``tf.data.experimental.AutoShardPolicy`` values (see :mod:`distsim.mechanics.sharding`).
 SHARD_POLICIES: tuple[str, ...] = ("DATA", "FILE", "OFF")
@@ -207,6 +211,13 @@ class Workload:
         num_examples: training-set size (epoch length).
         num_gradient_tensors: gradient tensors (variables); the gradient
             can be cut into at most this many buckets.
+        tensor_params: parameters of each gradient tensor, in the order the
+            model creates its variables (first layer first); empty when not
+            known. They sum to ``num_params``.
+        tensor_ready: for each tensor (same order), the fraction of the
+            backward pass done when its gradient is ready, in (0, 1]: the
+            last layer's come first, the first layer's at 1. Empty exactly
+            when ``tensor_params`` is.
         sources: where each number comes from.
     """
 
@@ -221,10 +232,25 @@ class Workload:
     input_bytes_per_sample: int = checked(Integer(0, 10**12), default=0)
     activation_bytes_per_sample: float = checked(Number(0, unit="bytes"), default=0.0)
     num_gradient_tensors: int = checked(Integer(1, limits.MAX_GRADIENT_TENSORS), default=1)
+    tensor_params: tuple = checked(Sequence(Integer(1, limits.MAX_PARAMS), limits.MAX_GRADIENT_TENSORS), default=())
+    tensor_ready: tuple = checked(Sequence(Number(0, 1, low_open=True), limits.MAX_GRADIENT_TENSORS), default=())
     sources: dict = _sources()
 
     def __post_init__(self) -> None:
         check_fields(self, "Workload")
+        n = len(self.tensor_params)
+        if n not in (0, self.num_gradient_tensors):
+            raise InputError("Workload.tensor_params", f"<{n} tensors>",
+                             f"one entry per gradient tensor (num_gradient_tensors={self.num_gradient_tensors}) or none")
+        if len(self.tensor_ready) != n:
+            raise InputError("Workload.tensor_ready", f"<{len(self.tensor_ready)} values>",
+                             f"one value per entry of tensor_params ({n})")
+        if n and sum(self.tensor_params) != self.num_params:
+            raise InputError("Workload.num_params", self.num_params,
+                             f"the sum of tensor_params ({sum(self.tensor_params):,}), or clear tensor_params")
+        if any(later > earlier for earlier, later in zip(self.tensor_ready, self.tensor_ready[1:])):
+            raise InputError("Workload.tensor_ready", "<not non-increasing>",
+                             "values that never grow from the first layer to the last (backward runs last layer first)")
 
     @property
     def gradient_bytes(self) -> int:
@@ -284,8 +310,21 @@ class Training:
         shuffle_buffer: ``shuffle(buffer)`` elements that must be read before
             the first batch of every epoch (0 = no shuffle).
         input_threads: parallel calls of the input map (1 = plain ``map``).
-        num_buckets: gradient buckets; bucket k's all-reduce starts when its
-            backward is done, overlapping the rest of the backward pass.
+        num_buckets: gradient buckets (``grouping="buckets"``): equal
+            pieces of the gradient; bucket k's all-reduce starts when k+1
+            K-ths of the backward pass are done, overlapping the rest.
+        grouping: how gradient tensors become collectives, one of
+            :data:`GROUPINGS` (see :mod:`distsim.mechanics.gradients`):
+            ``buckets`` (equal buckets), ``per_tensor`` (one collective per
+            tensor as it becomes ready: TF1 graph mode), ``pack`` (TF2's
+            ``CommunicationOptions(bytes_per_pack)`` packs in reverse
+            order) or ``fusion`` (Horovod's fusion buffer, flushed every
+            ``fusion_cycle_s``).
+        bytes_per_pack: TF2's ``bytes_per_pack`` (0: one pack of every
+            tensor), bytes. Only with ``grouping="pack"``.
+        fusion_threshold_bytes: Horovod's fusion buffer
+            (``HOROVOD_FUSION_THRESHOLD``; 0 disables fusion), bytes.
+        fusion_cycle_s: Horovod's cycle time (``HOROVOD_CYCLE_TIME``), seconds.
         compute_distribution: per-device, per-step compute-time factor with
             mean 1: one of :data:`COMPUTE_DISTRIBUTIONS` (stragglers).
         compute_sigma: lognormal shape of that factor.
@@ -314,6 +353,10 @@ class Training:
     shuffle_buffer: int = checked(Integer(0, limits.MAX_EXAMPLES), default=0)
     input_threads: int = checked(Integer(1, 4_096), default=1)
     num_buckets: int = checked(Integer(1, limits.MAX_GRADIENT_TENSORS), default=1)
+    grouping: str = checked(OneOf(GROUPINGS), default="buckets")
+    bytes_per_pack: int = checked(Integer(0, 10**15), default=0)
+    fusion_threshold_bytes: int = checked(Integer(0, 10**15), default=64 * 2**20)
+    fusion_cycle_s: float = checked(Number(0, 10, low_open=True, unit="seconds"), default=0.005)
     compute_distribution: str = checked(OneOf(COMPUTE_DISTRIBUTIONS), default="deterministic")
     compute_sigma: float = checked(Number(0, 10), default=0.1)
     backup_workers: int = checked(Integer(0, limits.MAX_REPLICAS), default=0)
@@ -325,3 +368,8 @@ class Training:
 
     def __post_init__(self) -> None:
         check_fields(self, "Training")
+        if self.num_buckets != 1 and self.grouping != "buckets":
+            raise InputError("Training.num_buckets", self.num_buckets,
+                             f"1 unless grouping is 'buckets' (grouping {self.grouping!r} decides the collectives)")
+        if self.bytes_per_pack and self.grouping != "pack":
+            raise InputError("Training.bytes_per_pack", self.bytes_per_pack, "0 unless grouping is 'pack'")

@@ -13,7 +13,7 @@ MAX_DEVICES_PER_WORKER = 1_024
 #: Replicas in one scenario (workers x devices). The collective cost is priced
 #: from an explicit transfer schedule whose size grows with the square of the
 #: ranks: 1,024 ranks take seconds.
-MAX_REPLICAS = 1_024
+MAX_REPLICAS = 1_000_000
 #: Steps the timeline simulates (or updates per worker, async).
 MAX_STEPS = 100_000
 #: Steps x replicas x gradient buckets of one timeline (its arrays' size).

@@ -87,7 +87,7 @@ class Scenario:
                 "intra_link": dataclasses.asdict(c.intra_link),
                 "inter_link": dataclasses.asdict(c.inter_link),
             },
-            "workload": dataclasses.asdict(self.workload),
+            "workload": _lists(dataclasses.asdict(self.workload)),
             "strategy": dataclasses.asdict(self.strategy),
             "training": dataclasses.asdict(self.training),
         }
@@ -127,6 +127,11 @@ class Scenario:
         elif path in _PARTS and isinstance(value, dict):
             value = _cluster_from(value) if path == "cluster" else _part_from(_PARTS[path], value, path)
         return replace_path(self, path, value)
+
+
+def _lists(d: dict) -> dict:
+    """``d`` with its tuples as lists, as JSON reads them back."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
 def _part_from(cls_: type, spec: Any, path: str):
