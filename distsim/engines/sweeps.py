@@ -13,7 +13,6 @@ speedup divided by the number of replicas.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -107,15 +106,16 @@ def sweep(scenario: Scenario, over: dict[str, Sequence]) -> SweepTable:
         values[key] = vals
     numeric = [k for k in keys if k in steady.MODEL_FIELDS and k not in _GROUP_FIELDS and _all_numbers(values[k])]
     structural = [k for k in keys if k not in numeric]
-    grid = np.array(list(itertools.product(*(range(len(values[k])) for k in keys))), dtype=np.int64).reshape(-1, len(keys))
+    # Row r of the cartesian grid, in itertools.product order (the last key varies fastest).
+    grid = np.indices([len(values[k]) for k in keys], dtype=np.int64).reshape(len(keys), -1).T
     n = len(grid)
     out = {name: np.zeros(n) for name in SWEEP_OUTPUTS}
     struct_cols = [keys.index(k) for k in structural]
-    groups = {}
-    for row, idx in enumerate(map(tuple, grid[:, struct_cols])):
-        groups.setdefault(idx, []).append(row)
-    for idx, rows in groups.items():
-        rows = np.asarray(rows)
+    combos, group_of = np.unique(grid[:, struct_cols], axis=0, return_inverse=True)
+    order = np.argsort(group_of.ravel(), kind="stable")
+    bounds = np.searchsorted(group_of.ravel()[order], np.arange(len(combos) + 1))
+    for g, idx in enumerate(combos):
+        rows = order[bounds[g]:bounds[g + 1]]
         scn = scenario
         for k, i in zip(structural, idx):
             scn = scn.replace(k, values[k][i])

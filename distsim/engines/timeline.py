@@ -29,10 +29,10 @@ from distsim.mechanics import sharding, stragglers
 from distsim.mechanics.gradients import serial_chain
 from distsim.mechanics.strategies import plan
 from distsim.results.trace import EVENT_KINDS, Trace
-from distsim.scenario import Scenario
+from distsim.scenario import Scenario, limits
 
 #: Replicas a trace shows at most.
-TRACE_REPLICAS = 64
+TRACE_REPLICAS = limits.MAX_TRACE_REPLICAS
 #: Collectives per step above which a replica's backward pass is one event,
 #: not one piece per collective.
 MAX_BACKWARD_PIECES = 16
@@ -122,7 +122,6 @@ class _Setup:
     metric_s: float
     fill_s: float
     aggregate: int
-    static_share: np.ndarray | None
     static_ready: np.ndarray | None
     static_duration: np.ndarray | None
     worker_of: np.ndarray
@@ -138,11 +137,11 @@ class _Setup:
         kind = c.device.kind
         overhead, dispatch = (float(x) for x in steady.host_costs_s(p, plan_, kind))
         collectives = steady.Collectives.of(scenario, plan_)
-        share = ready = duration = None
+        ready = duration = None
         if collectives is not None and not collectives.fused:
             groups = collectives.static_groups()
-            share, ready = groups.share, groups.ready
-            duration = np.asarray(collectives.duration_s(p, share * float(scenario.workload.gradient_bytes)))
+            ready = groups.ready
+            duration = np.asarray(collectives.duration_s(p, groups.share * float(scenario.workload.gradient_bytes)))
         return cls(
             scenario=scenario, p=p, prefetch=plan_.prefetch, workers=c.num_workers, local=c.devices_per_worker,
             replicas=scenario.num_replicas, collectives=collectives,
@@ -151,7 +150,7 @@ class _Setup:
             metric_s=float(steady.metric_comm_s(p, plan_, scenario.num_replicas)),
             fill_s=float(steady.fill_s(p, plan_.prefetch, t.shard_policy)),
             aggregate=scenario.num_replicas - t.backup_workers,
-            static_share=share, static_ready=ready, static_duration=duration,
+            static_ready=ready, static_duration=duration,
             worker_of=np.repeat(np.arange(c.num_workers), c.devices_per_worker),
             local_index=np.tile(np.arange(c.devices_per_worker), c.num_workers),
         )
@@ -175,11 +174,18 @@ class _Step:
     ready_end: np.ndarray  # end of each replica's backward (cut at the aggregation for dropped stragglers)
     comm_start: np.ndarray
     comm_end: np.ndarray
-    comm_ready: np.ndarray  # fraction of the backward pass at which each collective's tensors are done
     update_start: np.ndarray
     update_end: np.ndarray
     step_end: float
     exposed_comm_s: float
+
+    def shown(self, replicas: np.ndarray, workers: np.ndarray) -> "_Step":
+        """The step restricted to the replicas (and workers) a trace shows."""
+        per_worker = ("in_start", "in_end", "host_start")
+        sliced = {name: getattr(self, name)[workers if name in per_worker else replicas]
+                  for name in ("in_start", "in_end", "host_start", "dispatch_end", "compute_start", "forward_end",
+                               "ready_end", "update_start", "update_end")}
+        return _Step(**sliced, comm_start=self.comm_start, comm_end=self.comm_end, step_end=self.step_end, exposed_comm_s=self.exposed_comm_s)
 
 
 def _compute_starts(setup: _Setup, dispatch_end: np.ndarray, work: np.ndarray) -> np.ndarray:
@@ -195,29 +201,28 @@ def _compute_starts(setup: _Setup, dispatch_end: np.ndarray, work: np.ndarray) -
 
 
 def _collectives(setup: _Setup, forward_end: np.ndarray, backward: np.ndarray):
-    """(start, end, ready fraction) of the step's collectives, and each
-    replica's backward end (cut at the aggregation for dropped stragglers)."""
+    """(start, end) of the step's collectives, and each replica's backward
+    end (cut at the aggregation for dropped stragglers)."""
     done = forward_end + backward
     coll = setup.collectives
     if coll is None:
-        return np.zeros(0), np.zeros(0), np.zeros(0), done
+        return np.zeros(0), np.zeros(0), done
     grad = float(setup.scenario.workload.gradient_bytes)
     if setup.aggregate < setup.replicas:  # backup workers: the first `aggregate` replicas' whole gradients
         gather = np.partition(done, setup.aggregate - 1)[setup.aggregate - 1]
         duration = setup.static_duration
-        return np.array([gather]), np.array([gather]) + duration, np.ones(1), np.minimum(done, gather)
+        return np.array([gather]), np.array([gather]) + duration, np.minimum(done, gather)
     if coll.fused:
         tensor_ready = latest(forward_end, backward, coll.stream.ready)
         first_tick = forward_end.max()  # the backward pass of the last replica starts
         launch, share = coll.fused_groups(tensor_ready - first_tick)
         launch = launch + first_tick
         duration = np.asarray(coll.duration_s(setup.p, share * grad))
-        ready = np.interp(launch, tensor_ready, coll.stream.ready)  # for drawing only
     else:
         launch = latest(forward_end, backward, setup.static_ready)
-        duration, ready = setup.static_duration, setup.static_ready
+        duration = setup.static_duration
     start, end = serial_chain(launch, duration)
-    return start, end, ready, done
+    return start, end, done
 
 
 def _simulate_step(setup: _Setup, examples: int, batches: np.ndarray, factor: np.ndarray, prev: _Step | None,
@@ -235,13 +240,13 @@ def _simulate_step(setup: _Setup, examples: int, batches: np.ndarray, factor: np
     work = batches * setup.per_example_s * factor
     compute_start = _compute_starts(setup, dispatch_end, work)
     forward_end = compute_start + work / 3
-    start, end, ready, done = _collectives(setup, forward_end, 2 * work / 3)
+    start, end, done = _collectives(setup, forward_end, 2 * work / 3)
     last_backward = float(done.max())
     update_start = np.full(setup.replicas, end[-1]) if len(end) else done
     update_end = update_start + setup.update_s
     step_end = float(update_end.max()) + setup.metric_s  # the metric all-reduces wait for every replica
     exposed = float(end[-1]) - last_backward if len(end) else 0.0
-    return _Step(in_start, in_end, host_start, dispatch_end, compute_start, forward_end, done, start, end, ready,
+    return _Step(in_start, in_end, host_start, dispatch_end, compute_start, forward_end, done, start, end,
                  update_start, update_end, step_end, exposed)
 
 
@@ -270,9 +275,11 @@ class _Columns:
 
 
 def _trace(setup: _Setup, steps: list[_Step], shown: np.ndarray) -> Trace:
-    """The events of the shown replicas and their workers' input pipelines."""
+    """The events of the shown replicas and their workers' input pipelines
+    (``steps`` hold only their columns, see :meth:`_Step.shown`)."""
     local = setup.local
     workers_shown = np.unique(shown // local)
+    worker_col = np.searchsorted(workers_shown, shown // local)
     devices = [f"w{w}/input" for w in workers_shown]
     devices += [f"w{r // local}/r{r % local}" for r in shown]
     devices += [f"w{r // local}/r{r % local}/comm" for r in shown]
@@ -281,14 +288,13 @@ def _trace(setup: _Setup, steps: list[_Step], shown: np.ndarray) -> Trace:
     comm_dev = n_in + n_rep + np.arange(n_rep)[None, :]
     step_col = np.arange(len(steps))[:, None]
 
-    def rows(name: str, cols=shown) -> np.ndarray:
+    def rows(name: str, cols=slice(None)) -> np.ndarray:
         return np.stack([getattr(s, name)[cols] for s in steps])
 
     cols = _Columns()
-    cols.add(np.arange(n_in)[None, :], "input", rows("in_start", workers_shown), rows("in_end", workers_shown),
-             step_col, "input pipeline")
-    host = rows("host_start", shown // local)
-    free = np.stack([np.full(len(shown), s.step_end) if setup.metric_s > 0 else s.update_end[shown] for s in steps])
+    cols.add(np.arange(n_in)[None, :], "input", rows("in_start"), rows("in_end"), step_col, "input pipeline")
+    host = rows("host_start", worker_col)
+    free = np.stack([np.full(len(shown), s.step_end) if setup.metric_s > 0 else s.update_end for s in steps])
     prev_free = np.vstack([np.zeros((1, n_rep)), free[:-1]])
     dispatch_end, compute_start = rows("dispatch_end"), rows("compute_start")
     forward_end, done = rows("forward_end"), rows("ready_end")
@@ -347,13 +353,15 @@ def simulate(scenario: Scenario) -> Timeline:
     sizes, epoch_start = step_sizes(scenario)
     rng = np.random.default_rng(t.seed)
     batches = {g: np.asarray(sharding.replica_batch_sizes(int(g), setup.replicas), dtype=float) for g in set(sizes)}
-    steps: list[_Step] = []
+    shown = shown_replicas(setup.workers, setup.local)
+    shown_workers = np.unique(shown // setup.local)
+    steps: list[_Step] = []  # the shown replicas' columns only: memory O(replicas + steps)
+    prev = None
     for s, g in enumerate(sizes):
         factor = stragglers.factors(rng, t.compute_distribution, setup.replicas, t.compute_sigma)
-        steps.append(_simulate_step(setup, int(g), batches[g], factor, steps[-1] if steps else None,
-                                    bool(epoch_start[s])))
+        prev = _simulate_step(setup, int(g), batches[g], factor, prev, bool(epoch_start[s]))
+        steps.append(prev.shown(shown, shown_workers))
     ends = np.array([s.step_end for s in steps])
-    shown = shown_replicas(setup.workers, setup.local)
     return Timeline(trace=_trace(setup, steps, shown), step_times_s=np.diff(np.concatenate([[0.0], ends])),
                     exposed_comm_s=np.array([s.exposed_comm_s for s in steps]), global_examples=sizes,
                     epoch_start=epoch_start, shown_replicas=shown, num_replicas=setup.replicas)

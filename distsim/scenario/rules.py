@@ -100,8 +100,15 @@ def _check_size(s: "Scenario") -> None:
             raise InputError("training.steps", t.steps,
                              f"steps x workers <= {limits.MAX_ASYNC_UPDATES:,} updates (here x {n:,} workers)")
         return
-    cells = t.steps * n * t.num_buckets
+    collectives = t.num_buckets if t.grouping == "buckets" else s.workload.num_gradient_tensors
+    cells = t.steps * (n + collectives)
     if cells > limits.MAX_TIMELINE_CELLS:
         raise InputError("training.steps", t.steps,
-                         f"steps x replicas x num_buckets <= {limits.MAX_TIMELINE_CELLS:,} "
-                         f"(here x {n:,} replicas x {t.num_buckets} buckets = {cells:,})")
+                         f"steps x (replicas + collectives per step) <= {limits.MAX_TIMELINE_CELLS:,} "
+                         f"(here x ({n:,} + {collectives:,}) = {cells:,})")
+    shown = min(n, limits.MAX_TRACE_REPLICAS)
+    events = t.steps * shown * (8 + min(collectives, 16) + collectives)
+    if events > limits.MAX_TRACE_EVENTS:
+        raise InputError("training.steps", t.steps,
+                         f"steps x traced replicas x events per step <= {limits.MAX_TRACE_EVENTS:,} "
+                         f"(here x {shown} replicas x {8 + min(collectives, 16) + collectives} = {events:,})")
