@@ -13,6 +13,7 @@ from collections import OrderedDict
 from contextlib import contextmanager
 
 import ipywidgets as widgets
+import numpy as np
 
 from distsim import scenario as sc
 from distsim.engines import predict, sweep
@@ -51,17 +52,29 @@ _COMPONENT_KINDS = {"device": "device", "intra_link": "link", "inter_link": "lin
 
 
 def resized_workload(spec: dict, factor: float) -> dict:
-    """A workload ``factor`` times the size (as a scenario dict): parameters,
-    FLOPs per example and any measured per-example compute time scale
-    together."""
+    """A workload ``factor`` times the size (as a scenario dict): parameters
+    (every gradient tensor alike), FLOPs per example and any measured
+    per-example compute time scale together."""
     spec = dict(spec)
     spec["num_params"] = int(round(spec["num_params"] * factor))
+    if spec.get("tensor_params"):
+        spec["tensor_params"] = _scaled_counts(spec["tensor_params"], spec["num_params"])
     spec["flops_per_sample"] = spec["flops_per_sample"] * factor
     if spec.get("compute_s_per_sample") is not None:
         spec["compute_s_per_sample"] = spec["compute_s_per_sample"] * factor
     note = f"what-if lab: {spec['name']} resized x{factor:.4g}"
     spec["sources"] = {**spec.get("sources", {}), "num_params": note, "flops_per_sample": note}
     return spec
+
+
+def _scaled_counts(counts: list[int], total: int) -> list[int]:
+    """``counts`` scaled to sum to ``total`` (largest-remainder rounding, each >= 1)."""
+    raw = np.asarray(counts, dtype=float) * total / sum(counts)
+    out = np.maximum(np.floor(raw).astype(np.int64), 1)
+    short = total - int(out.sum())
+    order = np.argsort(-(raw - np.floor(raw)) if short > 0 else -out)
+    out[order[:abs(short)]] += 1 if short > 0 else -1
+    return out.tolist()
 
 
 class WhatIfLab:
