@@ -36,7 +36,8 @@ The model, per step and per replica (all times in seconds):
   packs or Horovod fusion buffers), one at a time, each starting once every
   replica has produced its tensors and the previous one is done, so they
   overlap the rest of the backward pass. Each costs the strategy's
-  collective for its bytes (:func:`collective_s`).
+  collective for its bytes on the scenario's hardware
+  (:class:`distsim.mechanics.communication.Communication`).
 * **update**: ``num_params x optimizer_bytes_per_param /
   memory_bandwidth_Bps``.
 * **metrics**: across worker processes (multi_worker_mirrored), Keras
@@ -56,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from distsim.mechanics import gradients
-from distsim.mechanics.collectives import cost_model
+from distsim.mechanics.communication import Communication
 from distsim.mechanics.strategies import StrategyPlan, plan
 from distsim.scenario import Scenario
 
@@ -112,23 +113,12 @@ def ceil_div(a, b):
 # ------------------------------------------------------------------ communication
 
 
-def collective_s(p: dict, plan_: StrategyPlan, num_replicas: int, message_bytes) -> np.ndarray:
-    """Seconds of one collective of ``message_bytes`` per replica with the
-    strategy's algorithm on the scenario's links (0 without communication)."""
-    if plan_.algorithm is None or num_replicas == 1 and plan_.algorithm != "parameter_server":
-        return np.zeros(np.shape(message_bytes))
-    model = cost_model(plan_.algorithm, int(num_replicas), **plan_.options)
-    return model.time_s(message_bytes, p["cluster.intra_link.latency_s"], p["cluster.intra_link.bandwidth_Bps"],
-                        p["cluster.inter_link.latency_s"], p["cluster.inter_link.bandwidth_Bps"])
-
-
 @dataclass(frozen=True)
 class Collectives:
     """The gradient's collectives in one step of a scenario.
 
     Attributes:
-        plan: the resolved strategy.
-        num_replicas: ranks of the collective.
+        comm: prices one collective.
         training: the scenario's training knobs (grouping and its settings).
         stream: the gradient tensors in backward order.
         gradient_bytes: the scenario's gradient bytes (cut points of packs
@@ -137,8 +127,7 @@ class Collectives:
             (then the whole gradient is one collective).
     """
 
-    plan: StrategyPlan
-    num_replicas: int
+    comm: Communication
     training: object
     stream: gradients.TensorStream
     gradient_bytes: float
@@ -151,11 +140,11 @@ class Collectives:
         n = scenario.num_replicas
         if plan_.mode == "async" or plan_.algorithm is None or n == 1 and plan_.algorithm != "parameter_server":
             return None
-        return cls(plan_, n, scenario.training, gradients.tensor_stream(scenario.workload),
+        return cls(Communication.of(scenario, plan_), scenario.training, gradients.tensor_stream(scenario.workload),
                    float(scenario.workload.gradient_bytes), scenario.training.backup_workers > 0)
 
     def duration_s(self, p: dict, message_bytes) -> np.ndarray:
-        return collective_s(p, self.plan, self.num_replicas, message_bytes)
+        return self.comm.time_s(p, message_bytes)
 
     @property
     def fused(self) -> bool:
@@ -200,15 +189,15 @@ class Collectives:
         return out
 
 
-def metric_comm_s(p: dict, plan_: StrategyPlan, num_replicas: int) -> np.ndarray:
+def metric_comm_s(p: dict, comm: Communication) -> np.ndarray:
     """Seconds of the per-step metric all-reduces: ``metric_values`` 4-byte
     all-reduces one after another with the gradient's schedule, when the
     replicas span several worker processes (multi_worker_mirrored); 0
     otherwise."""
     one_process = np.all(p["cluster.num_workers"] == 1)
-    if plan_.strategy != "multi_worker_mirrored" or plan_.algorithm is None or one_process:
+    if comm.plan.strategy != "multi_worker_mirrored" or comm.plan.algorithm is None or one_process:
         return np.zeros_like(p["training.metric_values"])
-    return p["training.metric_values"] * collective_s(p, plan_, num_replicas, 4.0)
+    return p["training.metric_values"] * comm.time_s(p, 4.0)
 
 
 # ------------------------------------------------------------------ host and compute
@@ -399,7 +388,7 @@ def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
     plan_ = plan(scenario)
     kind, policy = scenario.cluster.device.kind, scenario.training.shard_policy
     collectives = Collectives.of(scenario, plan_)
-    metrics = metric_comm_s(p, plan_, scenario.num_replicas)
+    metrics = metric_comm_s(p, Communication.of(scenario, plan_))
     batch = p["training.global_batch"]
     parts = step_parts(p, batch, plan_, kind, policy, collectives, metrics)
     step = step_time_s(parts, plan_.prefetch)

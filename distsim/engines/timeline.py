@@ -26,6 +26,7 @@ import numpy as np
 
 from distsim.engines import steady
 from distsim.mechanics import sharding, stragglers
+from distsim.mechanics.communication import Communication
 from distsim.mechanics.gradients import serial_chain
 from distsim.mechanics.strategies import plan
 from distsim.results.trace import EVENT_KINDS, Trace
@@ -147,7 +148,7 @@ class _Setup:
             replicas=scenario.num_replicas, collectives=collectives,
             per_example_s=float(steady.seconds_per_example(p, kind)), shared=bool(steady.shares_cores(p, kind)),
             overhead_s=overhead, dispatch_s=dispatch, update_s=float(steady.update_s(p)),
-            metric_s=float(steady.metric_comm_s(p, plan_, scenario.num_replicas)),
+            metric_s=float(steady.metric_comm_s(p, Communication.of(scenario, plan_))),
             fill_s=float(steady.fill_s(p, plan_.prefetch, t.shard_policy)),
             aggregate=scenario.num_replicas - t.backup_workers,
             static_ready=ready, static_duration=duration,

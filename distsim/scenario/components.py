@@ -55,6 +55,15 @@ ALGORITHMS: tuple[str, ...] = (
     "torus2d",
 )
 
+#: Intra-node wirings of a :class:`Topology`.
+TOPOLOGY_KINDS: tuple[str, ...] = ("nvlink_mesh", "nvswitch", "pcie_tree")
+#: How collectives are priced (see :mod:`distsim.mechanics.communication`).
+PROTOCOLS: tuple[str, ...] = ("alpha_beta", "nccl")
+#: Algorithms of the inter-node stage of the hierarchical all-reduce.
+INTER_ALGORITHMS: tuple[str, ...] = ("ring", "halving_doubling", "tree", "nccl_tree")
+#: Where the parameter-server shards live (see :class:`Strategy`).
+PS_PLACEMENTS: tuple[str, ...] = ("own_hosts", "worker_hosts", "host_cpu")
+
 #: How gradient tensors are grouped into collectives (see :mod:`distsim.mechanics.gradients`).
 GROUPINGS: tuple[str, ...] = ("buckets", "per_tensor", "pack", "fusion")
 
@@ -148,6 +157,49 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Topology:
+    """How the devices of one worker are wired to each other and to the host CPU.
+
+    Attributes:
+        name: preset name or a label.
+        kind: one of :data:`TOPOLOGY_KINDS`.
+        lane_bandwidth_Bps: achievable one-direction bandwidth of one
+            device-to-device lane (one NVLink; the PCIe path for
+            ``pcie_tree``), bytes/s.
+        ring_lanes: ``[devices, lanes]`` pairs, by growing device count:
+            rings among the first k devices of a worker use the lanes of the
+            largest listed count <= k (the first entry below it). Ring
+            all-reduces inside a worker run at ``lanes x lane_bandwidth_Bps``.
+        host_links: PCIe uplinks between the devices and the host CPU; the
+            devices share them evenly, so traffic to a parameter server on
+            the CPU moves ``ceil(devices / host_links)`` messages per uplink.
+        host_link_bandwidth_Bps: one-direction bandwidth of one uplink, bytes/s.
+        sources: where each number comes from.
+    """
+
+    name: str = checked(_NAME)
+    kind: str = checked(OneOf(TOPOLOGY_KINDS))
+    lane_bandwidth_Bps: float = checked(Number(0, low_open=True, unit="bytes/s"))
+    ring_lanes: tuple = checked(Sequence(Sequence(Integer(1, limits.MAX_DEVICES_PER_WORKER), 2),
+                                         limits.MAX_DEVICES_PER_WORKER))
+    host_links: int = checked(Integer(1, limits.MAX_DEVICES_PER_WORKER))
+    host_link_bandwidth_Bps: float = checked(Number(0, low_open=True, unit="bytes/s"))
+    sources: dict = _sources()
+
+    def __post_init__(self) -> None:
+        check_fields(self, "Topology")
+        counts = [pair[0] for pair in self.ring_lanes]
+        if not self.ring_lanes or any(len(pair) != 2 for pair in self.ring_lanes) or counts != sorted(set(counts)):
+            raise InputError("Topology.ring_lanes", [list(pair) for pair in self.ring_lanes],
+                             "[devices, lanes] pairs with growing device counts, at least one")
+
+    def lanes(self, devices: int) -> int:
+        """Lanes per device of rings among ``devices`` devices of one worker."""
+        below = [lanes for count, lanes in self.ring_lanes if count <= devices]
+        return below[-1] if below else self.ring_lanes[0][1]
+
+
+@dataclass(frozen=True)
 class Cluster:
     """``num_workers`` hosts with ``devices_per_worker`` devices each.
 
@@ -165,6 +217,9 @@ class Cluster:
             is its own hardware.
         host_input_speed: speed of each host's input-pipeline core relative
             to the core the workload's ``input_s_per_sample`` was measured on.
+        topology: how a worker's devices are wired (NVLink mesh, NVSwitch,
+            PCIe tree); ``None``: every device has one port on
+            ``intra_link``.
     """
 
     device: Device = checked(InstanceOf(Device, "a device preset name or an object of its fields"))
@@ -175,9 +230,15 @@ class Cluster:
     physical_cores: float | None = checked(
         Optional(Number(0, low_open=True, unit="cores per worker"), "each device is its own hardware"), default=None)
     host_input_speed: float = checked(Number(0, low_open=True), default=1.0)
+    topology: Topology | None = checked(
+        Optional(InstanceOf(Topology, "a topology preset name or an object of its fields"), "one port per device"),
+        default=None)
 
     def __post_init__(self) -> None:
         check_fields(self, "Cluster")
+        if self.topology is not None and self.device.kind != "gpu":
+            raise InputError("Cluster.topology", self.topology.name, f"null for a {self.device.kind} device "
+                             "(topologies describe GPU servers)")
         if self.physical_cores is not None and self.device.kind != "cpu":
             raise InputError("Cluster.physical_cores", self.physical_cores,
                              f"null for a {self.device.kind} device (CPU devices share cores)")
@@ -276,6 +337,21 @@ class Strategy:
             process hosts the PS and every worker (``distsim.real``'s
             default localhost cluster); that process handles one transfer
             at a time from start to end, latency included.
+        protocol: how collectives are priced, one of :data:`PROTOCOLS`:
+            ``alpha_beta`` (the links' latency and bandwidth as given) or
+            ``nccl`` (NCCL's own tuning model: per-protocol latencies and
+            bandwidth; GPUs only).
+        inter_algorithm: the hierarchical all-reduce's algorithm between
+            nodes, one of :data:`INTER_ALGORITHMS` (``algorithm`` must be
+            ``hierarchical`` for any but ``ring``).
+        ps_local_sum: each worker sums its devices' gradients on its CPU and
+            pushes once (TF1's ``distributed_replicated`` and
+            ``parameter_server`` with several GPUs per worker); ``False``:
+            every replica pushes its own gradient. Synchronous only.
+        ps_placement: where the PS shards live, one of
+            :data:`PS_PLACEMENTS`: ``own_hosts`` (a host each),
+            ``worker_hosts`` (shard s on worker s's host) or ``host_cpu``
+            (the one worker's own CPU, reached over PCIe). Synchronous only.
     """
 
     name: str = checked(OneOf(STRATEGIES), default="mirrored")
@@ -283,9 +359,24 @@ class Strategy:
     mode: str | None = checked(Optional(OneOf(MODES), "the strategy's default"), default=None)
     num_ps: int = checked(Integer(1, 10_000), default=1)
     ps_cluster: str = checked(OneOf(PS_CLUSTERS), default="processes")
+    protocol: str = checked(OneOf(PROTOCOLS), default="alpha_beta")
+    inter_algorithm: str = checked(OneOf(INTER_ALGORITHMS), default="ring")
+    ps_local_sum: bool = checked(Boolean(), default=False)
+    ps_placement: str = checked(OneOf(PS_PLACEMENTS), default="own_hosts")
 
     def __post_init__(self) -> None:
         check_fields(self, "Strategy")
+        if self.inter_algorithm != "ring" and self.algorithm != "hierarchical":
+            raise InputError("Strategy.inter_algorithm", self.inter_algorithm,
+                             "'ring' unless algorithm is 'hierarchical' (only it has an inter-node stage)")
+        uses_ps = self.name == "parameter_server" or self.algorithm == "parameter_server"
+        for field_, value, default in (("ps_local_sum", self.ps_local_sum, False),
+                                       ("ps_placement", self.ps_placement, "own_hosts")):
+            if value != default and not uses_ps:
+                raise InputError(f"Strategy.{field_}", value, f"{default!r} unless gradients go through parameter servers")
+            if value != default and self.resolved_mode == "async":
+                raise InputError(f"Strategy.{field_}", value, f"{default!r} for asynchronous training "
+                                 "(modelled for synchronous parameter servers only)")
         if self.mode == "async" and self.name != "parameter_server":
             raise InputError("Strategy.mode", self.mode, "'sync' or null (only parameter_server trains asynchronously)")
 

@@ -27,14 +27,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from distsim.scenario.components import Device, Link, Workload
+from distsim.scenario.components import Device, Link, Topology, Workload
 from distsim.validation import InputError, check_keys
 
 SCHEMA_VERSION = 1
 
 #: Preset kinds, the file each lives in and the component it builds.
-PRESET_FILES: dict[str, str] = {"device": "devices.json", "link": "links.json", "workload": "workloads.json"}
-COMPONENTS: dict[str, type] = {"device": Device, "link": Link, "workload": Workload}
+PRESET_FILES: dict[str, str] = {"device": "devices.json", "link": "links.json", "workload": "workloads.json",
+                                "topology": "topologies.json"}
+COMPONENTS: dict[str, type] = {"device": Device, "link": Link, "workload": Workload, "topology": Topology}
 PRESET_DIR_ENV = "DISTSIM_PRESET_DIR"
 
 

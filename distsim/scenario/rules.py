@@ -59,6 +59,13 @@ def _check_strategy_options(s: "Scenario") -> None:
     if st.num_ps != 1 and not uses_ps:
         raise InputError("strategy.num_ps", st.num_ps, "1 unless the gradient goes through parameter servers "
                          "(strategy 'parameter_server' or algorithm 'parameter_server')")
+    if st.ps_placement == "host_cpu" and s.cluster.num_workers != 1:
+        raise InputError("strategy.ps_placement", st.ps_placement,
+                         f"'own_hosts' or 'worker_hosts' for {s.cluster.num_workers} workers ('host_cpu' is one "
+                         "worker's own CPU)")
+    if st.protocol == "nccl" and s.cluster.device.kind != "gpu":
+        raise InputError("strategy.protocol", st.protocol, f"'alpha_beta' on {s.cluster.device.kind} devices "
+                         "(NCCL runs on GPUs)")
     if st.ps_cluster != "processes" and st.name != "parameter_server":
         raise InputError("strategy.ps_cluster", st.ps_cluster, "'processes' unless strategy is 'parameter_server'")
     if t.backup_workers:
