@@ -144,12 +144,28 @@ class Collectives:
                    float(scenario.workload.gradient_bytes), scenario.training.backup_workers > 0)
 
     def duration_s(self, p: dict, message_bytes) -> np.ndarray:
-        return self.comm.time_s(p, message_bytes)
+        """Seconds of one collective's part that the gradients wait for."""
+        return self.comm.push_s(p, message_bytes)
+
+    def pull_s(self, p: dict) -> np.ndarray:
+        """A parameter server's pull of all variables after the step's pushes (0 otherwise)."""
+        return self.comm.pull_s(p, p["workload.num_params"] * p["workload.bytes_per_param"])
 
     @property
     def fused(self) -> bool:
         """Whether the grouping depends on the step's timing (Horovod fusion)."""
         return self.training.grouping == "fusion" and not self.backup_workers
+
+    @property
+    def sharded(self) -> bool:
+        """TF1 graph-mode parameter servers: one transfer per whole variable
+        to its own PS task (see :func:`distsim.mechanics.communication.sharded_ps_exchange`)."""
+        return self.comm.two_level_ps and self.training.grouping == "per_tensor" and not self.backup_workers
+
+    def sharded_exchange_s(self, p: dict, launch_s: list):
+        """(end of the last push, the pull after it) for tensors ready at ``launch_s``."""
+        return self.comm.sharded_exchange_s(p, launch_s, self.stream.share, self.stream.share[::-1],
+                                            self.gradient_bytes)
 
     def static_groups(self) -> gradients.Groups:
         """The collectives when they do not depend on timing."""
@@ -169,15 +185,19 @@ class Collectives:
         (arrays broadcast over a sweep)."""
         grad = p["workload.num_params"] * p["workload.bytes_per_param"]
         bwd = np.asarray(backward_s, dtype=float)
+        if self.sharded:
+            push_end, pull = self.sharded_exchange_s(p, [r * bwd for r in self.stream.ready])
+            return push_end + pull
+        pull = self.pull_s(p)
         if self.training.grouping == "buckets" or self.backup_workers:
             # Equal buckets: max_k((k+1)/K bwd + (K-k) c) is attained at k = 0 or K-1.
             k = 1 if self.backup_workers else self.training.num_buckets
             c = self.duration_s(p, grad / k)
-            return np.maximum(bwd / k + k * c, bwd + c)
+            return np.maximum(bwd / k + k * c, bwd + c) + pull
         if not self.fused:
             groups = self.static_groups()
             return gradients.serial_chain_end([r * bwd for r in groups.ready],
-                                              [self.duration_s(p, s * grad) for s in groups.share])
+                                              [self.duration_s(p, s * grad) for s in groups.share]) + pull
         out = np.empty(np.broadcast_shapes(bwd.shape, np.shape(grad)))
         bwd_b = np.broadcast_to(bwd, out.shape)
         for value in np.unique(bwd_b):  # the buffers depend on the backward pass's length
@@ -186,7 +206,7 @@ class Collectives:
             sub = {k: np.broadcast_to(v, out.shape)[rows] for k, v in p.items()}
             grad_rows = sub["workload.num_params"] * sub["workload.bytes_per_param"]
             out[rows] = gradients.serial_chain_end(list(launch), [self.duration_s(sub, s * grad_rows) for s in share])
-        return out
+        return out + pull
 
 
 def metric_comm_s(p: dict, comm: Communication) -> np.ndarray:

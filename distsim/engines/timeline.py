@@ -125,6 +125,7 @@ class _Setup:
     aggregate: int
     static_ready: np.ndarray | None
     static_duration: np.ndarray | None
+    pull_s: float
     worker_of: np.ndarray
     local_index: np.ndarray
 
@@ -152,6 +153,7 @@ class _Setup:
             fill_s=float(steady.fill_s(p, plan_.prefetch, t.shard_policy)),
             aggregate=scenario.num_replicas - t.backup_workers,
             static_ready=ready, static_duration=duration,
+            pull_s=0.0 if collectives is None else float(collectives.pull_s(p)),
             worker_of=np.repeat(np.arange(c.num_workers), c.devices_per_worker),
             local_index=np.tile(np.arange(c.devices_per_worker), c.num_workers),
         )
@@ -211,8 +213,14 @@ def _collectives(setup: _Setup, forward_end: np.ndarray, backward: np.ndarray):
     grad = float(setup.scenario.workload.gradient_bytes)
     if setup.aggregate < setup.replicas:  # backup workers: the first `aggregate` replicas' whole gradients
         gather = np.partition(done, setup.aggregate - 1)[setup.aggregate - 1]
-        duration = setup.static_duration
-        return np.array([gather]), np.array([gather]) + duration, np.minimum(done, gather)
+        start, end = np.array([gather]), np.array([gather]) + setup.static_duration
+        if setup.pull_s > 0:
+            start, end = np.append(start, end[-1]), np.append(end, end[-1] + setup.pull_s)
+        return start, end, np.minimum(done, gather)
+    if coll.sharded:  # one push per variable to its PS task, then the pull
+        launch = latest(forward_end, backward, coll.stream.ready)
+        push_end, pull = (float(x) for x in coll.sharded_exchange_s(setup.p, list(launch)))
+        return np.array([launch[0], push_end]), np.array([push_end, push_end + pull]), done
     if coll.fused:
         tensor_ready = latest(forward_end, backward, coll.stream.ready)
         first_tick = forward_end.max()  # the backward pass of the last replica starts
@@ -223,6 +231,8 @@ def _collectives(setup: _Setup, forward_end: np.ndarray, backward: np.ndarray):
         launch = latest(forward_end, backward, setup.static_ready)
         duration = setup.static_duration
     start, end = serial_chain(launch, duration)
+    if setup.pull_s > 0:  # a parameter server's pull once every push is in
+        start, end = np.append(start, end[-1]), np.append(end, end[-1] + setup.pull_s)
     return start, end, done
 
 

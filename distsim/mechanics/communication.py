@@ -35,6 +35,16 @@ the server's wiring and the framework's implementation:
   hosts, or co-located on the workers' hosts), pulls the variables back and
   copies them to its devices. With ``ps_placement="host_cpu"`` the shards
   are that one worker's CPU: only the PCIe part remains.
+* **TF1 graph-mode parameter servers, one transfer per variable**
+  (:func:`sharded_ps_exchange`): a variable lives whole on one PS task,
+  placed by TensorFlow's ``GreedyLoadBalancingStrategy`` with
+  ``byte_size_load_fn`` (tf_cnn_benchmarks ``variable_mgr.py``): in creation
+  order, each variable goes to the task with the fewest bytes so far. Each
+  gradient is summed over PCIe and pushed to its task as soon as it is
+  ready; every NIC (each task's, and a worker's own) moves its bytes one
+  transfer after another, the NICs side by side. The variables are read
+  back once every push is in (synchronous training's barrier), at the
+  start of the next step: that pull is not overlapped.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from distsim.mechanics.collective_costs import cost_model
+from distsim.mechanics.gradients import serial_chain_end
 from distsim.mechanics.strategies import StrategyPlan
 from distsim.scenario import Scenario, Topology
 
@@ -61,6 +72,18 @@ NCCL_TREE_BASE_S = {"LL": 6.8e-6, "Simple": 8.4e-6}
 NCCL_TREE_NET_STEP_S = {"LL": 5.0e-6, "Simple": 14.0e-6}
 #: Share of the link bandwidth each protocol delivers (tuning.cc: LL halves busBw).
 NCCL_EFFICIENCY = {"LL": 0.5, "Simple": 1.0}
+
+
+def greedy_shards(tensor_bytes, num_shards: int) -> np.ndarray:
+    """TensorFlow's ``GreedyLoadBalancingStrategy``: the PS task of each
+    variable, in creation order (the least-loaded task so far, ties to the
+    lowest index)."""
+    loads = np.zeros(num_shards)
+    out = np.empty(len(tensor_bytes), dtype=np.int64)
+    for i, size in enumerate(tensor_bytes):
+        out[i] = task = int(np.argmin(loads))
+        loads[task] += size
+    return out
 
 
 def host_transfer_s(devices, message_bytes, latency_s, bandwidth_Bps, host_links: int = 1):
@@ -113,6 +136,23 @@ class Communication:
             return p["cluster.intra_link.latency_s"], p["cluster.intra_link.bandwidth_Bps"], 1
         return p["cluster.intra_link.latency_s"], self.topology.host_link_bandwidth_Bps, self.topology.host_links
 
+    @property
+    def uses_ps(self) -> bool:
+        return self.plan.algorithm == "parameter_server"
+
+    def push_s(self, p: dict, message_bytes) -> np.ndarray:
+        """The part of a collective that gradients need: all of an
+        all-reduce; a parameter server's push (the first of its two
+        symmetric halves)."""
+        t = self.time_s(p, message_bytes)
+        return t / 2 if self.uses_ps else t
+
+    def pull_s(self, p: dict, message_bytes) -> np.ndarray:
+        """A parameter server's pull of the variables (after every push of
+        the step is in; 0 for an all-reduce)."""
+        t = self.time_s(p, message_bytes)
+        return t / 2 if self.uses_ps else np.zeros(np.shape(t))
+
     def time_s(self, p: dict, message_bytes) -> np.ndarray:
         """Seconds of one collective of ``message_bytes`` per replica (0 when
         nothing is communicated), broadcast with the rows of ``p``."""
@@ -161,6 +201,25 @@ class Communication:
         model = cost_model(self.inter_algorithm, nodes, ranks_per_node=1)
         return model.time_s(n, latency_s, bandwidth_Bps, latency_s, bandwidth_Bps)
 
+    @property
+    def two_level_ps(self) -> bool:
+        """Whether gradients are summed on each worker's CPU before the PS."""
+        return self.plan.algorithm == "parameter_server" and (self.ps_local_sum or self.ps_placement == "host_cpu")
+
+    def sharded_exchange_s(self, p: dict, launch_s: list, share, creation_share, gradient_bytes: float):
+        """(end of the last push, the pull after it) of a step whose tensors
+        (``share`` of the gradient each, in ready order) reach their workers'
+        CPUs' PCIe at ``launch_s`` (one array per tensor). ``creation_share``
+        (creation order) places the variables on the PS tasks."""
+        shards = self.plan.options["num_shards"] if self.ps_placement != "host_cpu" else 1
+        shard_of = greedy_shards(np.asarray(creation_share) * gradient_bytes, shards)[::-1]
+        lat, bw, links = self.host(p)
+        grad = p["workload.num_params"] * p["workload.bytes_per_param"]
+        return sharded_ps_exchange(
+            launch_s, [s_ * grad for s_ in share], shard_of, self.devices_per_worker,
+            pcie=(lat, bw, links), workers=self.num_workers, shards=shards, placement=self.ps_placement,
+            network=(p["cluster.inter_link.latency_s"], p["cluster.inter_link.bandwidth_Bps"]))
+
     def _two_level_ps_s(self, p: dict, n) -> np.ndarray:
         """Devices -> worker CPU (sum) -> PS shards -> worker CPU -> devices."""
         lat, bw, links = self.host(p)
@@ -172,3 +231,55 @@ class Communication:
         network = shards.time_s(n, p["cluster.intra_link.latency_s"], p["cluster.intra_link.bandwidth_Bps"],
                                 p["cluster.inter_link.latency_s"], p["cluster.inter_link.bandwidth_Bps"])
         return 2 * local + network
+
+
+def sharded_ps_exchange(launch_s: list, tensor_bytes: list, shard_of, devices: int, *, pcie: tuple, workers: int,
+                        shards: int, placement: str, network: tuple):
+    """The push/pull of a synchronous PS step, one transfer per variable.
+
+    Args:
+        launch_s: when each tensor's gradient is ready (arrays, ready order).
+        tensor_bytes: each tensor's bytes (arrays or numbers).
+        shard_of: the PS task of each tensor (same order).
+        devices: devices per worker, summed over PCIe first.
+        pcie: (latency, bandwidth, uplinks) to the host CPU.
+        workers, shards, placement: the cluster (``worker_hosts``: task s on
+            worker ``s mod workers``'s host; ``own_hosts``; ``host_cpu``: the
+            one worker's CPU, no network).
+        network: (latency, bandwidth) of the inter-worker link.
+
+    Returns:
+        (end of the last push, seconds of the pull after it).
+    """
+    lat, bw, links = pcie
+    pcie_s = [host_transfer_s(devices, t, lat, bw, links) for t in tensor_bytes]
+    # Stage 1: each tensor's copies to the CPU, one after another on the uplinks.
+    end, summed = 0.0, []
+    for launch, d in zip(launch_s, pcie_s):
+        end = np.maximum(end, launch) + d
+        summed.append(end)
+    back = host_transfer_s(devices, sum(tensor_bytes), lat, bw, links)
+    if placement == "host_cpu":
+        return end, back
+    a, b = network
+    co_located = placement == "worker_hosts"
+    senders = workers - 1 if co_located else workers  # a task's own host's copy stays local
+    # The worker that hosts the fewest tasks (the last) sends the most over its NIC.
+    local = {s for s in range(shards) if co_located and s % workers == workers - 1}
+    push_end = 0.0
+    for task in range(shards):
+        mine = [i for i in range(len(tensor_bytes)) if shard_of[i] == task]
+        if senders and mine:
+            push_end = np.maximum(push_end, serial_chain_end([summed[i] for i in mine],
+                                                             [a + senders * tensor_bytes[i] / b for i in mine]))
+    remote = [i for i in range(len(tensor_bytes)) if shard_of[i] not in local]
+    if remote:
+        push_end = np.maximum(push_end, serial_chain_end([summed[i] for i in remote],
+                                                         [a + tensor_bytes[i] / b for i in remote]))
+    push_end = np.maximum(push_end, end)
+    task_bytes = [sum(tensor_bytes[i] for i in range(len(tensor_bytes)) if shard_of[i] == task)
+                  for task in range(shards)]
+    received = sum(tensor_bytes[i] for i in remote) if remote else 0.0
+    pull = a + np.maximum(max(senders * t for t in task_bytes), received) / b
+    return push_end, pull + back
+

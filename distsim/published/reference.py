@@ -286,3 +286,44 @@ def report(tables: list[ReferenceTable] | None = None) -> str:
         lines += ["", f"Predicted cells: mean |error| {np.mean(errs):.1%}, median {np.median(errs):.1%}, "
                   f"largest {np.max(errs):.1%}.", ""]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One cell predicted with issue 15's mechanisms and without them."""
+
+    file: str
+    cell: Cell
+    before: Cell
+
+
+def compare_all(tables: list[ReferenceTable] | None = None) -> list[Comparison]:
+    """Every cell of ``tables`` (default: the cluster tables and the seed
+    tables), predicted with the mechanisms and without (each calibrated its
+    own way from the single-device column)."""
+    tables = tables if tables is not None else load_cluster_tables() + load_tables()
+    out = []
+    for table in tables:
+        _, after = compare(table)
+        _, before = compare(table, mechanisms=False)
+        out += [Comparison(table.file, a, b) for a, b in zip(after, before)]
+    return out
+
+
+def error_summary(comparisons: list[Comparison]) -> dict[str, dict[str, float]]:
+    """Per tables file and over the cluster files: cells, median and largest
+    |error| of the predicted (non-calibration) cells, after and before."""
+    groups: dict[str, list[Comparison]] = {}
+    for c in comparisons:
+        if not c.cell.calibration:
+            groups.setdefault(c.file, []).append(c)
+            if c.file in CLUSTER_FILES:
+                groups.setdefault("all cluster tables", []).append(c)
+    out = {}
+    for name, items in groups.items():
+        after = np.abs([c.cell.error for c in items])
+        before = np.abs([c.before.error for c in items])
+        out[name] = {"cells": len(items), "median": float(np.median(after)), "max": float(after.max()),
+                     "mean": float(after.mean()), "median_before": float(np.median(before)),
+                     "max_before": float(before.max()), "mean_before": float(before.mean())}
+    return out
