@@ -316,7 +316,7 @@ def _trace(setup: _Setup, steps: list[_Step], shown: np.ndarray) -> Trace:
     _backward_events(cols, setup, rep_dev, step_col, forward_end, done)
     update_start, update_end = rows("update_start"), rows("update_end")
     cols.add(rep_dev, "idle", done, update_start, step_col, "wait for all-reduce")
-    _comm_events(cols, steps, comm_dev)
+    _comm_events(cols, setup, steps, comm_dev)
     cols.add(rep_dev, "update", update_start, update_end, step_col, "update")
     if setup.metric_s > 0:
         last = np.array([s.update_end.max() for s in steps])[:, None]
@@ -338,18 +338,38 @@ def _backward_events(cols: _Columns, setup: _Setup, rep_dev, step_col, forward_e
         cols.add(rep_dev, "compute", lo, hi, step_col, f"backward {k}")
 
 
-def _comm_events(cols: _Columns, steps: list[_Step], comm_dev) -> None:
-    """Every collective of every step on every shown replica's comm row."""
+def _comm_events(cols: _Columns, setup: _Setup, steps: list[_Step], comm_dev) -> None:
+    """Every collective of every step on every shown replica's comm row;
+    with many collectives per step, runs of back-to-back ones are one event
+    each (the row shows when the link is busy, not hundreds of slivers)."""
     counts = np.array([len(s.comm_start) for s in steps])
     if not counts.any():
         return
-    many = counts.max() > 1
-    for k in range(int(counts.max())):
-        has = counts > k
-        idx = np.flatnonzero(has)
-        start = np.array([steps[i].comm_start[k] for i in idx])[:, None]
-        end = np.array([steps[i].comm_end[k] for i in idx])[:, None]
-        cols.add(comm_dev, "comm", start, end, idx[:, None], f"all-reduce {k}" if many else "all-reduce")
+    names = _comm_labels(setup, int(counts.max()))
+    if counts.max() <= MAX_BACKWARD_PIECES:
+        for k in range(int(counts.max())):
+            idx = np.flatnonzero(counts > k)
+            start = np.array([steps[i].comm_start[k] for i in idx])[:, None]
+            end = np.array([steps[i].comm_end[k] for i in idx])[:, None]
+            cols.add(comm_dev, "comm", start, end, idx[:, None], names[k])
+        return
+    for i, s in enumerate(steps):
+        gaps = np.flatnonzero(s.comm_start[1:] > s.comm_end[:-1])
+        first = np.concatenate([[0], gaps + 1])
+        last = np.concatenate([gaps, [len(s.comm_start) - 1]])
+        cols.add(comm_dev, "comm", s.comm_start[first][:, None], s.comm_end[last][:, None], i,
+                 f"collectives ({counts.max()} per step)")
+
+
+def _comm_labels(setup: _Setup, count: int) -> list[str]:
+    """Names of a step's collectives on the trace."""
+    coll = setup.collectives
+    if coll is not None and coll.sharded:
+        return ["push gradients", "pull variables"]
+    names = [f"all-reduce {k}" if count > 1 else "all-reduce" for k in range(count)]
+    if setup.pull_s > 0:
+        names[-1] = "pull variables"
+    return names
 
 
 def simulate(scenario: Scenario) -> Timeline:

@@ -29,6 +29,8 @@ MAX_DEVICES_PER_WORKER = 8
 MAX_PS_SHARDS = 8
 MAX_STEPS = 50
 MAX_GLOBAL_BATCH = 65536
+#: Horovod fusion buffer range, MiB.
+MAX_FUSION_MIB = 512
 PARAM_RANGE = (1_000, 100_000_000_000)
 #: Replica counts of the scaling curve.
 SCALING_REPLICAS = (1, 2, 4, 8, 16, 32, 64)
@@ -36,6 +38,7 @@ SCALING_REPLICAS = (1, 2, 4, 8, 16, 32, 64)
 MULTI_WORKER = ("multi_worker_mirrored", "parameter_server")
 DEFAULT = "default"
 LOADED = "(from file)"
+NONE = "none"
 
 
 def default_scenario() -> sc.Scenario:
@@ -46,7 +49,7 @@ def default_scenario() -> sc.Scenario:
                             global_batch=256, steps=10, name="4x GTX 1080 Ti, MirroredStrategy")
 
 
-_COMPONENT_CLASSES = {"device": sc.Device, "link": sc.Link, "workload": sc.Workload}
+_COMPONENT_CLASSES = {"device": sc.Device, "link": sc.Link, "workload": sc.Workload, "topology": sc.Topology}
 #: Preset kind of each component control.
 _COMPONENT_KINDS = {"device": "device", "intra_link": "link", "inter_link": "link", "workload": "workload"}
 
@@ -148,6 +151,17 @@ class WhatIfLab:
             "compute_sigma": widgets.FloatSlider(min=0.0, max=1.0, step=0.05, description="straggler spread σ",
                                                  style=style, layout=wide, continuous_update=False),
             "num_ps": slider("PS shards", 1, MAX_PS_SHARDS),
+            "ps_mode": dropdown("PS training", [("asynchronous", "async"), ("synchronous", "sync")]),
+            "ps_placement": dropdown("PS placement", [("own hosts", "own_hosts"), ("on the workers' hosts",
+                                                      "worker_hosts"), ("host CPU (one worker)", "host_cpu")]),
+            "ps_local_sum": widgets.Checkbox(description="sum a worker's devices first", style=style, layout=wide),
+            "topology": dropdown("server topology", [("none (one port each)", NONE)]
+                                 + [(n, n) for n in sc.preset_names("topology")]),
+            "protocol": dropdown("collectives", [("alpha-beta", "alpha_beta"), ("NCCL", "nccl")]),
+            "inter_algorithm": dropdown("between nodes", sc.INTER_ALGORITHMS),
+            "grouping": dropdown("gradient grouping", sc.GROUPINGS),
+            "fusion_mib": widgets.BoundedFloatText(min=0.0, max=MAX_FUSION_MIB, step=8.0,
+                                                   description="fusion buffer MiB", style=style, layout=wide),
             "steps": slider("steps simulated", 1, MAX_STEPS),
         }
         for name, control in self.controls.items():
@@ -226,6 +240,23 @@ class WhatIfLab:
         strategy["name"] = c["strategy"]
         strategy["algorithm"] = None if c["algorithm"] == DEFAULT else c["algorithm"]
         strategy["num_ps"] = c["num_ps"]
+        gpu = self._chosen("device").kind == "gpu"
+        cluster["topology"] = (dataclasses.asdict(self._preset("topology", c["topology"]))
+                               if gpu and c["topology"] != NONE else None)
+        strategy["protocol"] = c["protocol"] if gpu else "alpha_beta"
+        strategy["inter_algorithm"] = c["inter_algorithm"] if strategy["algorithm"] == "hierarchical" else "ring"
+        ps = c["strategy"] == "parameter_server"
+        if ps:  # asynchronous is the strategy's default: stored as null, like a loaded scenario
+            strategy["mode"] = None if c["ps_mode"] == "async" else "sync"
+        synchronous_ps = ps and c["ps_mode"] == "sync"
+        strategy["ps_placement"] = c["ps_placement"] if synchronous_ps else "own_hosts"
+        strategy["ps_local_sum"] = bool(c["ps_local_sum"]) if synchronous_ps else False
+        training["grouping"] = c["grouping"]
+        if c["grouping"] != "buckets":
+            training["num_buckets"] = 1
+        if c["grouping"] != "pack":
+            training["bytes_per_pack"] = 0
+        training["fusion_threshold_bytes"] = int(round(c["fusion_mib"] * 2**20))
         training["global_batch"] = c["global_batch"]
         training["prefetch"] = {DEFAULT: None, "on": True, "off": False}[c["prefetch"]]
         training["compute_distribution"] = c["compute_distribution"]
@@ -257,8 +288,23 @@ class WhatIfLab:
             ctl["compute_distribution"].value = s.training.compute_distribution
             ctl["compute_sigma"].value = s.training.compute_sigma
             ctl["num_ps"].value = s.strategy.num_ps
+            ctl["ps_mode"].value = s.strategy.resolved_mode if s.strategy.name == "parameter_server" else "async"
+            ctl["ps_placement"].value = s.strategy.ps_placement
+            ctl["ps_local_sum"].value = s.strategy.ps_local_sum
+            ctl["topology"].value = NONE if s.cluster.topology is None else self._topology_option(s.cluster.topology)
+            ctl["protocol"].value = s.strategy.protocol
+            ctl["inter_algorithm"].value = s.strategy.inter_algorithm
+            ctl["grouping"].value = s.training.grouping
+            ctl["fusion_mib"].value = s.training.fusion_threshold_bytes / 2**20
             ctl["steps"].value = s.training.steps
         self.update()
+
+    def _topology_option(self, topology: sc.Topology) -> str:
+        """The topology control's value for a loaded topology: only presets can be shown."""
+        if topology.name in sc.preset_names("topology") and self._preset("topology", topology.name) == topology:
+            return topology.name
+        raise ValueError(f"cluster.topology={topology.name!r} is not one of the topology presets; the dashboard "
+                         f"shows {sc.preset_names('topology')}")
 
     def _check_ranges(self, s: sc.Scenario) -> None:
         """A scenario the controls cannot show is refused, never clipped."""
@@ -266,7 +312,8 @@ class WhatIfLab:
                             ("devices_per_worker", s.cluster.devices_per_worker),
                             ("num_ps", s.strategy.num_ps), ("steps", s.training.steps),
                             ("global_batch", s.training.global_batch),
-                            ("num_params", s.workload.num_params), ("compute_sigma", s.training.compute_sigma)):
+                            ("num_params", s.workload.num_params), ("compute_sigma", s.training.compute_sigma),
+                            ("fusion_mib", s.training.fusion_threshold_bytes / 2**20)):
             control = self.controls[name]
             if not control.min <= value <= control.max:
                 raise ValueError(f"{name}={value!r} is outside the dashboard's range; "
@@ -304,7 +351,14 @@ class WhatIfLab:
 
     def _enable_controls(self) -> None:
         c = self.controls
-        c["num_ps"].disabled = c["strategy"].value != "parameter_server"
+        ps = c["strategy"].value == "parameter_server"
+        c["num_ps"].disabled = not ps
+        c["ps_mode"].disabled = not ps
+        c["ps_placement"].disabled = c["ps_local_sum"].disabled = not (ps and c["ps_mode"].value == "sync")
+        gpu = self._chosen("device").kind == "gpu"
+        c["topology"].disabled = c["protocol"].disabled = not gpu
+        c["inter_algorithm"].disabled = c["algorithm"].value != "hierarchical"
+        c["fusion_mib"].disabled = c["grouping"].value != "fusion"
         c["compute_sigma"].disabled = c["compute_distribution"].value != "lognormal"
         c["inter_link"].disabled = c["num_workers"].value == 1
 
@@ -409,9 +463,11 @@ class WhatIfLab:
 
         controls = widgets.VBox(
             section("Cluster", ["strategy", "num_workers", "devices_per_worker", "device", "intra_link",
-                                "inter_link", "num_ps"])
+                                "inter_link", "topology"])
             + section("Model and data", ["workload", "num_params", "global_batch", "steps"])
-            + section("Knobs", ["algorithm", "prefetch", "compute_distribution", "compute_sigma"])
+            + section("Communication", ["algorithm", "inter_algorithm", "protocol", "grouping", "fusion_mib"])
+            + section("Parameter servers", ["num_ps", "ps_mode", "ps_placement", "ps_local_sum"])
+            + section("Knobs", ["prefetch", "compute_distribution", "compute_sigma"])
             + [widgets.HTML("<b>Share</b>"), self.json_text,
                widgets.HBox([self.export_button, self.load_button]), self.upload, self.download,
                self.share_message, widgets.HTML("<b>Compare</b>"), self.pin_button],
