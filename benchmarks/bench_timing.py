@@ -115,19 +115,25 @@ def bench_cost_model() -> None:
 
 def bench_limits() -> None:
     """The largest scenario each bound allows."""
-    local = 8
-    workers = limits.MAX_REPLICAS // local
+    workers = limits.MAX_WORKERS
+    local = limits.MAX_REPLICAS // workers
     steps = limits.MAX_TIMELINE_CELLS // (limits.MAX_REPLICAS + 1)
     scn = cluster(workers, local, steps)
     t0 = time.perf_counter()
     peak = peak_bytes(lambda: predict(scn))
     print(f"limits: MAX_REPLICAS={limits.MAX_REPLICAS:,} x {steps} steps (MAX_TIMELINE_CELLS="
           f"{limits.MAX_TIMELINE_CELLS:,}): {time.perf_counter() - t0:.2f} s, peak {peak / 1e6:.0f} MB")
-    scn = cluster(125, 8, limits.MAX_TIMELINE_CELLS // 1001)
+    steps = limits.MAX_STEPS
+    scn = cluster(1, 1, steps, files=1)
     t0 = time.perf_counter()
     peak = peak_bytes(lambda: predict(scn))
-    print(f"limits: 1,000 replicas x {limits.MAX_TIMELINE_CELLS // 1001:,} steps: {time.perf_counter() - t0:.2f} s, "
-          f"peak {peak / 1e6:.0f} MB")
+    print(f"limits: MAX_STEPS={steps:,} steps of one replica: {time.perf_counter() - t0:.2f} s, peak {peak / 1e6:.0f} MB")
+    steps = limits.MAX_TRACE_EVENTS // (limits.MAX_TRACE_REPLICAS * 10)  # 10 events a traced replica a step
+    scn = cluster(125, 8, steps)
+    t0 = time.perf_counter()
+    peak = peak_bytes(lambda: predict(scn))
+    print(f"limits: 1,000 replicas x {steps:,} steps (MAX_TRACE_EVENTS={limits.MAX_TRACE_EVENTS:,}): "
+          f"{time.perf_counter() - t0:.2f} s, peak {peak / 1e6:.0f} MB")
     base = cluster(2, 8, 20, "deterministic")
     rows = limits.MAX_SWEEP_ROWS
     grid = {"training.global_batch": list(range(64, 64 * 10_001, 64)),
@@ -136,9 +142,12 @@ def bench_limits() -> None:
     peak = peak_bytes(lambda: sweep(base, grid))
     print(f"limits: MAX_SWEEP_ROWS={rows:,} sweep: {time.perf_counter() - t0:.2f} s, peak {peak / 1e6:.0f} MB")
     updates = limits.MAX_ASYNC_UPDATES
+    scn = make_scenario("k80", "resnet50_224", "parameter_server", 100, 1, global_batch=6400,
+                        steps=updates // 100, shard_policy="FILE", num_files=100)
     t0 = time.perf_counter()
-    peak = peak_bytes(lambda: simulate_async(100, updates, 1.0, seed=0))
-    print(f"limits: MAX_ASYNC_UPDATES={updates:,}: {time.perf_counter() - t0:.2f} s, peak {peak / 1e6:.0f} MB")
+    peak = peak_bytes(lambda: predict(scn))
+    print(f"limits: MAX_ASYNC_UPDATES={updates:,} (predict, 100 async workers): {time.perf_counter() - t0:.2f} s, "
+          f"peak {peak / 1e6:.0f} MB")
 
 
 def main() -> None:

@@ -17,8 +17,15 @@ twins of ``distsim.numerics.models``) and reads off, with no training:
   (convolutions, depthwise convolutions, dense layers; batch norm, activations,
   pooling and adds count as 0), so layer ``l``'s gradients are ready after the
   share ``sum(flops of layers >= l) / sum(all flops)``;
-* ``activation_bytes_per_sample``: the sum of every layer's output elements
-  times 4 bytes (float32), what one example keeps for the backward pass;
+* ``activation_bytes_per_sample``: the float32 bytes of the tensors one
+  example must keep for the backward pass, each counted once: the input of
+  every convolution, dense, batch-norm and max-pooling layer (their
+  gradients read it) and the output of every activation (ReLU's gradient
+  reads it); adds, concatenations, paddings, reshapes, average pooling and
+  dropout keep nothing of their own. Frameworks keep at least these, so it
+  is a lower bound, as the memory check of ``distsim.mechanics.memory`` needs
+  (summing every layer's output would double-count and overshoot: ResNet-152
+  at 64 images would not fit the 16 GB P100 it was benchmarked on);
 * ``flops_per_sample`` (new presets): 3 x forward FLOPs (forward + backward),
   2 FLOPs per multiply-add, from the same count.
 
@@ -115,6 +122,23 @@ def layer_flops(layer) -> int:
     return 0
 
 
+#: Layers whose backward pass reads their input, and those that read their output.
+_READS_INPUT = (keras.layers.Conv2D, keras.layers.DepthwiseConv2D, keras.layers.Dense, keras.layers.BatchNormalization,
+                keras.layers.MaxPooling2D)
+_READS_OUTPUT = (keras.layers.ReLU, keras.layers.Activation)
+
+
+def kept_bytes(layers) -> int:
+    """Float32 bytes of the tensors the backward pass needs (see the module docstring)."""
+    kept = {}
+    for layer in layers:
+        if isinstance(layer, _READS_INPUT):
+            kept[id(layer.input)] = _elements(layer.input.shape)
+        if isinstance(layer, _READS_OUTPUT) or getattr(layer, "activation", None) not in (None, keras.activations.linear):
+            kept[id(layer.output)] = _elements(layer.output.shape)
+    return 4 * sum(kept.values())
+
+
 def profile(model: keras.Model) -> dict:
     layers = [layer for layer in model.layers if not isinstance(layer, keras.layers.InputLayer)]
     flops = [layer_flops(layer) for layer in layers]
@@ -132,7 +156,7 @@ def profile(model: keras.Model) -> dict:
     ready = [min(max(r, 1e-6), 1.0) for r in ready]  # a ready share is > 0
     for i in range(len(ready) - 2, -1, -1):  # rounding must not break the order
         ready[i] = max(ready[i], ready[i + 1])
-    activation = 4 * sum(_elements(layer.output.shape) for layer in layers)
+    activation = kept_bytes(layers)
     return {"num_params": sum(params), "num_gradient_tensors": len(params), "tensor_params": params,
             "tensor_ready": ready, "activation_bytes_per_sample": activation, "forward_flops": total}
 
@@ -154,7 +178,8 @@ def update_presets(profiles: dict) -> None:
         entry["tensor_ready"] = _field(prof["tensor_ready"], src(
             "share of the backward pass done when each variable's gradient is ready, layer FLOPs as backward cost"))
         entry["activation_bytes_per_sample"] = _field(prof["activation_bytes_per_sample"], src(
-            "every layer's output elements x 4 bytes"))
+            "float32 bytes of the tensors the backward pass reads: inputs of convolution, dense, batch-norm and "
+            "max-pooling layers, outputs of activations, each once"))
         if "flops_per_sample" not in entry:
             entry["flops_per_sample"] = _field(3 * prof["forward_flops"], src(
                 "3 x forward FLOPs (2 per multiply-add) of the convolution and dense layers"))

@@ -88,7 +88,8 @@ def test_slower_links_never_speed_things_up():
 def test_sweep_matches_predict_for_deterministic_compute():
     scn = make_scenario("gtx_1080_ti", "mobilenet_v2_224", "mirrored", devices_per_worker=1, global_batch=64,
                         shuffle_buffer=1024, steps=12)
-    table = sweep(scn, {"cluster.devices_per_worker": [1, 2, 4], "training.global_batch": [64, 256]})
+    # Up to 128 images on one GPU: 256 MobileNetV2 examples' activations would not fit an 11 GB GTX 1080 Ti.
+    table = sweep(scn, {"cluster.devices_per_worker": [1, 2, 4], "training.global_batch": [64, 128]})
     for i in range(len(table)):
         one = predict(scn.replace("cluster.devices_per_worker", int(table["cluster.devices_per_worker"][i]))
                       .replace("training.global_batch", int(table["training.global_batch"][i])))
@@ -220,7 +221,7 @@ def test_variables_share_above_the_dispatch_is_refused():
         _cpu(2, dispatch=1e-3, variable=2e-3)
     # In a sweep each value alone is valid; one grid point pairs them badly.
     over = {"cluster.device.replica_dispatch_s": [1e-3, 1e-4], "cluster.device.replica_variable_s": [0.0, 5e-4]}
-    with pytest.raises(ValueError, match=r"replica_variable_s=0\.0005; allowed: <= cluster\.device\.replica_disp"):
+    with pytest.raises(ValueError, match=r"cluster\.device\.replica_variable_s=0\.0005; allowed: <= replica_dispatch_s=0\.0001"):
         sweep(_cpu(2, dispatch=1e-3), over)
 
 

@@ -63,16 +63,14 @@ class Timeline:
     num_replicas: int
 
 
-def step_sizes(scenario: Scenario) -> tuple[np.ndarray, np.ndarray]:
-    """Global examples in each simulated step (the epoch's sequence of full
-    batches and its partial last batch, cycled), and which steps open an
-    epoch."""
+def step_sizes(scenario: Scenario, p: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Global examples in each simulated step (the epoch's sequence: full
+    steps, then its final step; cycled), and which steps open an epoch."""
     t = scenario.training
-    n, b = scenario.workload.num_examples, t.global_batch
-    full = n // b
-    rest = 0 if t.drop_remainder else n % b
-    position = np.arange(t.steps) % (full + (rest > 0))
-    return np.where(position < full, b, rest), position == 0
+    shape = steady.epoch_plan(p, t.shard_policy)
+    per_epoch, last = int(shape.steps), int(shape.last_examples)
+    position = np.arange(t.steps) % per_epoch
+    return np.where(position == per_epoch - 1, last, t.global_batch), position == 0
 
 
 def shown_replicas(workers: int, local: int) -> np.ndarray:
@@ -381,7 +379,7 @@ def simulate(scenario: Scenario) -> Timeline:
     """
     setup = _Setup.of(scenario)
     t = scenario.training
-    sizes, epoch_start = step_sizes(scenario)
+    sizes, epoch_start = step_sizes(scenario, setup.p)
     rng = np.random.default_rng(t.seed)
     batches = {g: np.asarray(sharding.replica_batch_sizes(int(g), setup.replicas), dtype=float) for g in set(sizes)}
     shown = shown_replicas(setup.workers, setup.local)

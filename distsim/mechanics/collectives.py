@@ -44,8 +44,8 @@ import numpy as np
 from distsim.mechanics.collective_costs import CostModel, cost_model, resolve_options
 from distsim.scenario import ALGORITHMS
 
-__all__ = ["ALGORITHMS", "OPS", "CostModel", "Schedule", "Transfer", "build_schedule", "chunk_sizes", "cost_model",
-           "execute"]
+__all__ = ["ALGORITHMS", "OPS", "CostModel", "Schedule", "Transfer", "build_schedule", "chunk_sizes",
+           "closed_form_time_s", "cost_model", "execute"]
 
 OPS: tuple[str, ...] = ("reduce", "copy")
 
@@ -452,3 +452,21 @@ def execute(schedule: Schedule, arrays: list[np.ndarray]) -> list[np.ndarray]:
             else:
                 raise ValueError(f"transfer op={t.op!r}; allowed: {OPS}")
     return state
+
+
+def closed_form_time_s(algorithm: str, num_ranks: int, message_bytes, latency_s, bandwidth_Bps,
+                       inter_latency_s=None, inter_bandwidth_Bps=None, ranks_per_node=None, num_shards=1):
+    """Seconds of ``algorithm`` over ``num_ranks`` ranks for ``message_bytes``
+    per rank (vectorised over the sizes and links): the closed form of the
+    schedule (:func:`cost_model`), here with the textbook's arguments.
+    ``ranks_per_node`` places consecutive ranks on one node (for
+    ``torus2d``: the columns of the grid); ``num_shards`` is the parameter
+    server's shard count."""
+    options: dict = {}
+    if ranks_per_node is not None:
+        options = {"dims": (int(num_ranks) // int(ranks_per_node), int(ranks_per_node))} if algorithm == "torus2d" \
+            else {"ranks_per_node": int(ranks_per_node)}
+    if algorithm == "parameter_server":
+        options = {"num_shards": int(num_shards)}
+    return cost_model(algorithm, int(num_ranks), **options).time_s(message_bytes, latency_s, bandwidth_Bps,
+                                                                   inter_latency_s, inter_bandwidth_Bps)

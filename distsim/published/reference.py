@@ -23,15 +23,22 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from distsim.engines import steady
 from distsim.engines.prediction import predict
-from distsim.scenario import SCHEMA_VERSION, Scenario
-from distsim.validation.jsonfile import read_json
+from distsim.scenario import SCHEMA_VERSION, STRATEGIES, Scenario
+from distsim.validation import (InputError, Integer, Number, OneOf, Optional, StringMap, Text, check_fields,
+                                check_keys, checked, read_json)
+
+_COUNT = Integer(1)
+_TEXT = Text(10_000)
+#: What a table's setup (and a row's overrides) may set.
+_SETUP_KEYS = ("cluster", "workload", "strategy", "training", "batch_per_replica", "devices")
 
 #: The two tables of source document 001 (the seed tables).
 SEED_FILE = "source001_tables.json"
@@ -48,13 +55,18 @@ def reference_dir() -> Path:
 @dataclass(frozen=True)
 class Column:
     """One column of a published table: a replica layout, optionally a
-    strategy and a global batch (else ``batch_per_replica`` x replicas)."""
+    strategy (else the setup's) and a global batch (else
+    ``batch_per_replica`` x replicas); ``devices_per_worker`` null takes the
+    row's ``devices``."""
 
-    label: str
-    num_workers: int
-    devices_per_worker: int | None
-    strategy: str | None = None
-    global_batch: int | None = None
+    label: str = checked(_TEXT)
+    num_workers: int = checked(_COUNT)
+    devices_per_worker: int | None = checked(Optional(_COUNT, "the row's devices"))
+    strategy: str | None = checked(Optional(OneOf(STRATEGIES), "the setup's strategy"), default=None)
+    global_batch: int | None = checked(Optional(_COUNT, "batch_per_replica x replicas"), default=None)
+
+    def __post_init__(self) -> None:
+        check_fields(self, "Column")
 
 
 @dataclass(frozen=True)
@@ -67,7 +79,7 @@ class ReferenceTable:
         metric: see the module docstring.
         epochs_reported: epochs each published number covers (time metrics).
         columns: the table's columns; column 0 is the single-device baseline.
-        published: row -> one number per column (None: not published).
+        published: row -> one number per column.
         datasets: row -> training examples (time metrics).
         setup: scenario fields shared by every cell.
         rows: row -> overrides of the setup.
@@ -100,30 +112,77 @@ class ReferenceTable:
 
 
 def load_tables(path: str | Path | None = None) -> list[ReferenceTable]:
-    """Read a reference file (default: the seed tables, ``tables/source001_tables.json``)."""
+    """Read a reference file (default: the seed tables, ``tables/source001_tables.json``);
+    every field is checked, errors name ``<file>.tables[i].<field>``."""
     path = Path(path) if path is not None else reference_dir() / SEED_FILE
-    data = read_json(path, "reference tables")
-    if data.get("schema_version") != 1:
-        raise ValueError(f"{path}: schema_version={data.get('schema_version')!r}; allowed: 1")
-    return [
-        ReferenceTable(
-            id=t["id"],
-            title=t["title"],
-            metric=t["metric"],
-            epochs_reported=int(t.get("epochs_reported", 1)),
-            columns=tuple(Column(**c) for c in t["columns"]),
-            published={k: [None if x is None else float(x) for x in v] for k, v in t["published"].items()},
-            datasets={k: int(v) for k, v in t.get("datasets", {}).items()},
-            setup=t["setup"],
-            assumptions=t["assumptions"],
-            source=data["source"],
-            rows=t.get("rows", {}),
-            num_ps=t.get("num_ps", {}),
-            calibrate_per={"per_row": "row", "per_table": "table"}.get(t.get("calibrate", "per_table"), "table"),
-            file=Path(path).name,
-        )
-        for t in data["tables"]
-    ]
+    data = check_keys(str(path), read_json(path, "reference tables"), ("schema_version", "source", "tables"),
+                      required=("schema_version", "source", "tables"))
+    if data["schema_version"] != 1:
+        raise InputError(f"{path}.schema_version", data["schema_version"], "1 (the reference-table format this "
+                         "distsim reads)")
+    source = _TEXT(f"{path}.source", data["source"])
+    if not isinstance(data["tables"], list):
+        raise InputError(f"{path}.tables", data["tables"], "a list of tables")
+    return [_table(f"{path}.tables[{i}]", t, source, Path(path).name) for i, t in enumerate(data["tables"])]
+
+
+def _table(path: str, t: Any, source: str, file: str) -> ReferenceTable:
+    """One table of a reference file, every field checked."""
+    required = ["id", "title", "metric", "columns", "published", "setup", "assumptions"]
+    throughput = isinstance(t, dict) and t.get("metric") == THROUGHPUT
+    if not throughput:
+        required += ["epochs_reported", "datasets"]
+    t = check_keys(path, t, required + ["epochs_reported", "datasets", "rows", "num_ps", "calibrate"],
+                   required=required)
+    if not isinstance(t["columns"], list) or not t["columns"]:
+        raise InputError(f"{path}.columns", t["columns"], "a non-empty list of columns")
+    columns = tuple(_column(f"{path}.columns[{j}]", c) for j, c in enumerate(t["columns"]))
+    unit = "images/s" if throughput else "seconds"
+    published = StringMap()(f"{path}.published", t["published"])
+    for row, values in published.items():
+        if not isinstance(values, list) or len(values) != len(columns):
+            raise InputError(f"{path}.published.{row}", values, f"one number per column ({len(columns)})")
+        published[row] = [float(Number(0, low_open=True, unit=unit)(f"{path}.published.{row}[{j}]", x))
+                          for j, x in enumerate(values)]
+    datasets = {k: _COUNT(f"{path}.datasets.{k}", v)
+                for k, v in StringMap()(f"{path}.datasets", t.get("datasets", {})).items()}
+    missing = sorted(set(published) - set(datasets))
+    if missing and not throughput:
+        raise InputError(f"{path}.datasets", datasets, f"the size of every published dataset (missing {missing})")
+    rows = StringMap()(f"{path}.rows", t.get("rows", {}))
+    for row, overrides in rows.items():
+        OneOf(tuple(published))(f"{path}.rows.{row}", row)
+        check_keys(f"{path}.rows.{row}", overrides, _SETUP_KEYS)
+    num_ps = StringMap()(f"{path}.num_ps", t.get("num_ps", {}))
+    for row, counts in num_ps.items():
+        if not isinstance(counts, list) or len(counts) != len(columns):
+            raise InputError(f"{path}.num_ps.{row}", counts, f"one PS count per column ({len(columns)})")
+        num_ps[row] = [_COUNT(f"{path}.num_ps.{row}[{j}]", n) for j, n in enumerate(counts)]
+    calibrate_per = OneOf(("per_table", "per_row"))(f"{path}.calibrate", t.get("calibrate", "per_table"))
+    return ReferenceTable(
+        id=_TEXT(f"{path}.id", t["id"]),
+        title=_TEXT(f"{path}.title", t["title"]),
+        metric=_TEXT(f"{path}.metric", t["metric"]),
+        epochs_reported=_COUNT(f"{path}.epochs_reported", t.get("epochs_reported", 1)),
+        columns=columns,
+        published=published,
+        datasets=datasets,
+        setup=check_keys(f"{path}.setup", t["setup"], _SETUP_KEYS),
+        assumptions=StringMap()(f"{path}.assumptions", t["assumptions"]),
+        source=source,
+        rows=rows,
+        num_ps=num_ps,
+        calibrate_per="row" if calibrate_per == "per_row" else "table",
+        file=file,
+    )
+
+
+def _column(path: str, c: Any) -> Column:
+    names = [f.name for f in fields(Column)]
+    try:
+        return Column(**check_keys(path, c, names, required=("label", "num_workers", "devices_per_worker")))
+    except InputError as exc:
+        raise exc.rebased("Column", path) from None
 
 
 def load_cluster_tables() -> list[ReferenceTable]:
@@ -154,7 +213,8 @@ def cell_scenario(table: ReferenceTable, column: int, dataset: str, compute_s_pe
     column's layout and batch, the calibrated compute time. ``mechanisms=False``
     turns off server topology, NCCL, local sums, PS placement and gradient
     grouping (the simulator before issue 15)."""
-    col = table.columns[column]
+    col = table.columns[Integer(0, len(table.columns) - 1, "a column of the table")("column", column)]
+    OneOf(tuple(table.published))("dataset", dataset)
     setup = _merged(table, dataset)
     devices = col.devices_per_worker or setup.get("devices")
     workload = setup["workload"]
@@ -259,8 +319,6 @@ def compare(table: ReferenceTable, mechanisms: bool = True) -> tuple[float | dic
     for dataset, values in table.published.items():
         per_example = s[dataset] if isinstance(s, dict) else s
         for j, col in enumerate(table.columns):
-            if values[j] is None:
-                continue
             predicted = predicted_value(table, j, dataset, per_example, mechanisms)
             cells.append(Cell(table.id, dataset, col.label, values[j], predicted, j == 0))
     return s, cells

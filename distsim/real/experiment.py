@@ -36,6 +36,7 @@ from distsim.real.protocol import EXIT_NO_TPU, PROGRESS_PREFIX, NoTPUError
 from distsim.real.tfconfig import build_tf_configs, localhost_cluster, task_name
 from distsim.results.result import Result
 from distsim.results.trace import Trace
+from distsim.validation import InputError, Integer, Number
 
 #: Log text that means a port was taken between picking it and binding it.
 _PORT_RACE = re.compile(r"Address already in use|Failed to add port|Could not start gRPC server")
@@ -162,6 +163,11 @@ def launch_plan(
     ``progress_every_s``, the least time between two progress lines of a
     worker (0: one line per step).
     """
+    seconds = Number(0, low_open=True, unit="seconds")
+    seconds("timeout_s", timeout_s)  # before any process starts
+    seconds("ready_timeout_s", ready_timeout_s)
+    Number(0, unit="seconds")("progress_every_s", progress_every_s)
+    port_retries = Integer(0)("port_retries", port_retries)
     workdir.mkdir(parents=True, exist_ok=True)
     for attempt in range(port_retries + 1):
         tasks = plan_tasks(
@@ -203,7 +209,7 @@ def as_plan(experiment, **real_options) -> RunPlan:
 
     if isinstance(experiment, Scenario):
         return plan_from_scenario(experiment, **real_options)
-    raise ValueError(f"experiment is a {type(experiment).__name__}; allowed: a RunPlan or a Scenario")
+    raise InputError("experiment", experiment, "a RunPlan or a distsim.scenario.Scenario")
 
 
 def plan_from_scenario_file(path: str | Path, **real_options) -> tuple[RunPlan, object]:

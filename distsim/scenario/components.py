@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from distsim.scenario import limits
+from distsim.scenario import limits, rules
 from distsim.validation import (
     Boolean,
     InputError,
@@ -121,9 +121,7 @@ class Device:
 
     def __post_init__(self) -> None:
         check_fields(self, "Device")
-        if self.replica_variable_s > self.replica_dispatch_s:
-            raise InputError("Device.replica_variable_s", self.replica_variable_s,
-                             f"<= replica_dispatch_s={self.replica_dispatch_s:g} seconds (it is a part of it)")
+        rules.check_device(lambda name: getattr(self, name), "Device")
 
     @property
     def effective_flops(self) -> float:
@@ -236,16 +234,10 @@ class Cluster:
 
     def __post_init__(self) -> None:
         check_fields(self, "Cluster")
+        rules.check_cluster(lambda name: getattr(self, name), self.device.kind, "Cluster")
         if self.topology is not None and self.device.kind != "gpu":
             raise InputError("Cluster.topology", self.topology.name, f"null for a {self.device.kind} device "
                              "(topologies describe GPU servers)")
-        if self.physical_cores is not None and self.device.kind != "cpu":
-            raise InputError("Cluster.physical_cores", self.physical_cores,
-                             f"null for a {self.device.kind} device (CPU devices share cores)")
-        if self.num_replicas > limits.MAX_REPLICAS:
-            raise InputError("Cluster.devices_per_worker", self.devices_per_worker,
-                             f"num_workers x devices_per_worker <= {limits.MAX_REPLICAS:,} replicas "
-                             f"(here {self.num_workers:,} x {self.devices_per_worker:,})")
 
     @property
     def num_replicas(self) -> int:
@@ -366,6 +358,7 @@ class Strategy:
 
     def __post_init__(self) -> None:
         check_fields(self, "Strategy")
+        rules.check_strategy(self.name, self.mode, "Strategy")
         if self.inter_algorithm != "ring" and self.algorithm != "hierarchical":
             raise InputError("Strategy.inter_algorithm", self.inter_algorithm,
                              "'ring' unless algorithm is 'hierarchical' (only it has an inter-node stage)")
@@ -377,13 +370,11 @@ class Strategy:
             if value != default and self.resolved_mode == "async":
                 raise InputError(f"Strategy.{field_}", value, f"{default!r} for asynchronous training "
                                  "(modelled for synchronous parameter servers only)")
-        if self.mode == "async" and self.name != "parameter_server":
-            raise InputError("Strategy.mode", self.mode, "'sync' or null (only parameter_server trains asynchronously)")
 
     @property
     def resolved_mode(self) -> str:
         """``mode``, or the strategy's default: async for parameter_server, sync otherwise."""
-        return self.mode or ("async" if self.name == "parameter_server" else "sync")
+        return rules.resolved_mode(self.name, self.mode)
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,21 @@ of replicas costs only arrays of that length: the timeline is vectorised
 over replicas and traces at most :data:`MAX_TRACE_REPLICAS` of them.
 """
 
-#: Worker hosts in one cluster (a million single-device workers is MAX_REPLICAS).
-MAX_WORKERS = 1_000_000
+#: Worker hosts in one cluster.
+MAX_WORKERS = 100_000
 #: Devices (replicas) on one worker.
 MAX_DEVICES_PER_WORKER = 1_024
-#: Replicas in one scenario (workers x devices). 1,000,000 replicas x 19 steps
-#: (the timeline bound below): 0.57 s, 134 MB peak.
+#: Replicas in one scenario (workers x devices). Collectives are priced in
+#: closed form, so replicas cost arrays of their length: 1,000,000 replicas x
+#: 19 steps (the timeline bound below) took 0.57 s and 134 MB.
 MAX_REPLICAS = 1_000_000
-#: Steps the timeline simulates (or updates per worker, async).
-MAX_STEPS = 100_000
+#: Replicas of an explicit transfer schedule (the NumPy numerics, the
+#: animations): its size grows with the square of the ranks; 512 ranks take
+#: 1-2 s the first time (then it is cached), 1,024 take 10-30 s.
+MAX_SCHEDULE_RANKS = 512
+#: Steps the timeline simulates (or updates per worker, async): its loop
+#: costs about 0.4 ms a step, so 10,000 steps take about 4 s.
+MAX_STEPS = 10_000
 #: Steps x (replicas + collectives per step) of one timeline: its work.
 #: 20,000,000 as 1,000,000 replicas x 19 steps: 0.57 s; as 1,000 replicas x
 #: 19,980 steps (one Python iteration per step): 7.8 s.
@@ -32,8 +38,9 @@ MAX_TRACE_REPLICAS = 64
 #: million events and peaked at 1.3 GB; 5,000,000 keeps a trace near 0.5 GB.
 MAX_TRACE_EVENTS = 5_000_000
 #: Updates the asynchronous parameter-server simulation applies (steps x
-#: workers): 10,000,000 updates of 100 workers, 2.2 s, 2.0 GB peak.
-MAX_ASYNC_UPDATES = 10_000_000
+#: workers): predict takes about 11 us and 240 bytes per update (500,000
+#: updates: 5.5 s, 118 MB), so a million stay near 10 s.
+MAX_ASYNC_UPDATES = 1_000_000
 #: Gradient tensors of a workload (buckets hold whole tensors).
 MAX_GRADIENT_TENSORS = 100_000
 #: Rows of one sweep (the product of the grid's lengths): 10,000,000 rows took

@@ -18,6 +18,7 @@ import numpy as np
 from distsim import scenario as sc
 from distsim.engines import predict, sweep
 from distsim.results.result import Result, Summary
+from distsim.validation import InputError, InstanceOf
 from distsim.views.widgets.panels import ScalingPanel, ScalingPoint, TimelinePanel, legend_html, metrics_html
 
 
@@ -267,6 +268,7 @@ class WhatIfLab:
     def load(self, scenario: sc.Scenario) -> None:
         """Show ``scenario``: every control takes its value, every field
         without a control is kept, then one update runs."""
+        InstanceOf(sc.Scenario, "a Scenario")("scenario", scenario)
         self._check_ranges(scenario)
         self._base = scenario
         s, ctl = scenario, self.controls
@@ -303,21 +305,21 @@ class WhatIfLab:
         """The topology control's value for a loaded topology: only presets can be shown."""
         if topology.name in sc.preset_names("topology") and self._preset("topology", topology.name) == topology:
             return topology.name
-        raise ValueError(f"cluster.topology={topology.name!r} is not one of the topology presets; the dashboard "
-                         f"shows {sc.preset_names('topology')}")
+        raise InputError("cluster.topology", topology.name, f"one of the topology presets {sc.preset_names('topology')} "
+                         "(the dashboard shows presets only)")
 
     def _check_ranges(self, s: sc.Scenario) -> None:
         """A scenario the controls cannot show is refused, never clipped."""
-        for name, value in (("num_workers", s.cluster.num_workers),
-                            ("devices_per_worker", s.cluster.devices_per_worker),
-                            ("num_ps", s.strategy.num_ps), ("steps", s.training.steps),
-                            ("global_batch", s.training.global_batch),
-                            ("num_params", s.workload.num_params), ("compute_sigma", s.training.compute_sigma),
-                            ("fusion_mib", s.training.fusion_threshold_bytes / 2**20)):
-            control = self.controls[name]
+        for path in ("cluster.num_workers", "cluster.devices_per_worker", "strategy.num_ps", "training.steps",
+                     "training.global_batch", "workload.num_params", "training.compute_sigma"):
+            control, value = self.controls[path.rpartition(".")[2]], s.value_at(path)
             if not control.min <= value <= control.max:
-                raise ValueError(f"{name}={value!r} is outside the dashboard's range; "
-                                 f"allowed: {control.min}..{control.max}")
+                raise InputError(path, value, f"{control.min}..{control.max} (the dashboard's range; "
+                                 "predict() takes any valid scenario)")
+        fusion = s.training.fusion_threshold_bytes
+        if fusion > MAX_FUSION_MIB * 2**20:
+            raise InputError("training.fusion_threshold_bytes", fusion, f"0..{MAX_FUSION_MIB * 2**20:,} (the "
+                             "dashboard's range; predict() takes any valid scenario)")
 
     # ------------------------------------------------------------ updates
 
@@ -423,11 +425,12 @@ class WhatIfLab:
         return text
 
     def load_json(self, text: str) -> None:
-        """Load a scenario from JSON text (raises ``ValueError`` if invalid)."""
+        """Load a scenario from JSON text (raises :class:`InputError` if invalid)."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"not valid JSON: {exc}") from None
+            raise InputError("text", None, "a scenario in valid JSON",
+                             problem=f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
         self.load(sc.Scenario.from_dict(data))
 
     def _load_text(self, text: str) -> None:
