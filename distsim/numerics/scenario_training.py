@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from distsim.mechanics import strategies
-from distsim.engines import timing
+from distsim.engines import steady
 from distsim.numerics.asynctrain import AsyncRun, train_async
 from distsim.datasets.mnist import mnist_subset
 from distsim.numerics.models import Model, make_model
@@ -88,7 +88,7 @@ def train_scenario(
     t, c = scenario.training, scenario.cluster
     plan = strategies.plan(scenario)
     if plan.mode == "async":
-        params = timing.model_params(scenario)
+        params = steady.model_params(scenario)
         costs = async_costs(params, plan, c.device.kind, t.shard_policy)
         workers = scenario.num_replicas
         return train_async(
