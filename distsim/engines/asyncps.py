@@ -20,7 +20,10 @@ Two engines give the same :class:`UpdateLog`:
   that spends ``ps_service_s`` on every transfer (push or pull), so workers
   queue behind each other when the PS link is the bottleneck. Used when
   ``ps_service_s > 0``. Without contention it reproduces the vectorized log
-  bit for bit (``tests/test_asyncps.py``).
+  bit for bit (``tests/test_asyncps.py``). With ``duplex=True`` the bytes
+  of pushes and pulls queue separately, one server for each direction of a
+  full-duplex NIC, and only the PS's per-request host time
+  (``ps_request_s``) is shared by both.
 
 ``benchmarks/bench_async.py`` compares this event queue with the same model in
 SimPy; the plain queue was faster, hence no SimPy dependency.
@@ -151,6 +154,8 @@ def simulate_async(
     ps_service_s: float = 0.0,
     seed: int = 0,
     engine: str = "auto",
+    duplex: bool = False,
+    ps_request_s: float = 0.0,
 ) -> UpdateLog:
     """Simulate asynchronous PS training until ``num_updates`` are applied.
 
@@ -169,6 +174,14 @@ def simulate_async(
             per shard over the PS bandwidth, see :func:`link_times_s`); > 0
             makes transfers queue at the PS (FIFO).
         seed: seed of the compute-time streams.
+        duplex: the PS link is full duplex: of each transfer's
+            ``ps_service_s``, the bytes (``ps_service_s - ps_request_s``)
+            queue per direction (pushes apart from pulls) and only
+            ``ps_request_s`` queues for the PS's host, which both share.
+            Otherwise every transfer holds the one PS server for all of
+            ``ps_service_s``.
+        ps_request_s: with ``duplex``, the PS's host time per transfer, seconds
+            (at most ``ps_service_s``).
         engine: ``"auto"`` (vectorized unless there is PS contention),
             ``"vectorized"`` or ``"events"``.
     """
@@ -178,9 +191,12 @@ def simulate_async(
     _check_params(
         num_workers, num_updates, means, distribution, sigma, push_s, pull_s, ps_service_s, engine
     )
+    if not (0 <= ps_request_s <= ps_service_s):
+        raise ValueError(f"ps_request_s={ps_request_s!r}; allowed: 0..ps_service_s={ps_service_s!r} seconds")
     draws = _ComputeTimes(means, distribution, sigma, seed)
     if engine == "events" or (engine == "auto" and ps_service_s > 0):
-        return _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s)
+        return _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s,
+                                ps_request_s if duplex else None)
     return _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s)
 
 
@@ -257,9 +273,12 @@ def _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s) -> Upd
 
 
 _APPLY, _READ, _PULL_DONE, _COMPUTE_DONE = 0, 1, 2, 3
+_PULL, _PUSH = "pull", "push"
 
 
-def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s) -> UpdateLog:
+def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s, duplex_request_s=None) -> UpdateLog:
+    """The event engine; ``duplex_request_s`` (not None) splits each transfer's
+    service into shared host time and per-direction bytes (see :func:`simulate_async`)."""
     block = 256
     compute = [draws.draw(w, block) for w in range(num_workers)]
     used = [0] * num_workers
@@ -269,21 +288,25 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
     out_version = np.empty(num_updates, dtype=np.int64)
     out_read = np.empty(num_updates)
     out_apply = np.empty(num_updates)
-    server_free = 0.0
+    duplex = duplex_request_s is not None
+    host_s = duplex_request_s if duplex else 0.0
+    bytes_s = ps_service_s - host_s
+    # When each server is free: the host (shared), pulls, pushes. Simplex: pulls and pushes share one.
+    free = {"host": 0.0, _PULL: 0.0, _PUSH: 0.0}
     applied = 0
     heap: list[tuple[float, int, int]] = []
     push = heapq.heappush
 
-    def request(t: float, link_s: float) -> tuple[float, float]:
+    def request(t: float, link_s: float, direction: str) -> tuple[float, float]:
         """Queue a transfer at the PS: (service start, transfer end)."""
-        nonlocal server_free
-        start = t if t > server_free else server_free
-        server_free = start + ps_service_s
-        end = t + link_s
-        return start, (end if end > server_free else server_free)
+        lane = direction if duplex else _PULL
+        start = max(t, free[lane], free["host"])
+        free["host"] = start + host_s
+        free[lane] = start + (bytes_s if duplex else ps_service_s)
+        return start, max(t + link_s, free[lane], free["host"])
 
     for w in range(num_workers):
-        start, end = request(0.0, pull_s)
+        start, end = request(0.0, pull_s, _PULL)
         push(heap, (start, w, _READ))
         push(heap, (end, w, _PULL_DONE))
     pop = heapq.heappop
@@ -295,7 +318,7 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
             out_read[applied] = read_time[w]
             out_apply[applied] = t
             applied += 1
-            start, end = request(t, pull_s)
+            start, end = request(t, pull_s, _PULL)
             push(heap, (start, w, _READ))
             push(heap, (end, w, _PULL_DONE))
         elif kind == _READ:
@@ -308,7 +331,7 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
             used[w] = i + 1
             push(heap, (t + float(compute[w][i]), w, _COMPUTE_DONE))
         else:
-            _, end = request(t, push_s)
+            _, end = request(t, push_s, _PUSH)
             push(heap, (end, w, _APPLY))
     return UpdateLog(
         worker=out_worker,

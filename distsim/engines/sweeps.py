@@ -173,9 +173,10 @@ def _evaluate(scn: Scenario, p: dict) -> dict[str, np.ndarray]:
     model = timing.step_model(p, plan_, kind, policy)
     if plan_.mode == "async":
         costs = async_costs(p, plan_, kind, policy)
-        cycle = costs.pull_s + costs.compute_s + costs.push_s
-        # Workers are independent until the PS NIC saturates (2 transfers per update).
-        rate = np.minimum(replicas / cycle, 1.0 / (2 * np.maximum(costs.ps_service_s, 1e-300)))
+        transfers = costs.pull_s + costs.push_s
+        # Workers are independent until the PS saturates (the last may be a straggler).
+        free_rate = (replicas - 1) / (transfers + costs.compute_s) + 1 / (transfers + costs.straggler_compute_s)
+        rate = np.minimum(free_rate, costs.ps_updates_per_s)
         throughput = rate * costs.worker_batch
         speedup = throughput / model.baseline_throughput_samples_per_s
         return {

@@ -58,7 +58,7 @@ import numpy as np
 
 from distsim.mechanics import sharding, stragglers
 from distsim.mechanics.collectives import cost_model
-from distsim.scenario import Scenario
+from distsim.scenario import Scenario, message_Bps
 from distsim.mechanics.strategies import StrategyPlan, plan
 from distsim.results.trace import EVENT_KINDS, Trace
 
@@ -79,6 +79,11 @@ MODEL_FIELDS: tuple[str, ...] = (
     "cluster.inter_link.bandwidth_Bps",
     "cluster.inter_link.latency_s",
     "cluster.inter_link.request_s",
+    "cluster.intra_link.payload_fraction",
+    "cluster.intra_link.stack_bandwidth_Bps",
+    "cluster.inter_link.payload_fraction",
+    "cluster.inter_link.stack_bandwidth_Bps",
+    "cluster.straggler_cores",
     "workload.num_params",
     "workload.bytes_per_param",
     "workload.flops_per_sample",
@@ -105,6 +110,14 @@ def model_params(scenario: Scenario) -> dict[str, np.ndarray]:
             value = getattr(value, part)
         out[path] = np.asarray(np.nan if value is None else float(value))
     return out
+
+
+def link_Bps(p: dict, link: str) -> np.ndarray:
+    """Message bytes per second over ``link`` (``"intra_link"`` or ``"inter_link"``):
+    its wire rate times its payload fraction, in series with its hosts'
+    network stack (:func:`distsim.scenario.message_Bps`)."""
+    return message_Bps(p[f"cluster.{link}.bandwidth_Bps"], p[f"cluster.{link}.payload_fraction"],
+                       p[f"cluster.{link}.stack_bandwidth_Bps"])
 
 
 def _ceil_div(a, b):
@@ -185,6 +198,15 @@ def host_slowdown(p: dict, device_kind: str) -> np.ndarray:
     return 1.0 / np.minimum(_worker_cores(p, device_kind), 1.0)
 
 
+def straggler_params(p: dict) -> dict:
+    """``p`` for the last worker: its cores are ``cluster.straggler_cores``
+    where one is set (a CPU-quota straggler), else unchanged."""
+    slow = dict(p)
+    straggler = p["cluster.straggler_cores"]
+    slow["cluster.physical_cores"] = np.where(np.isnan(straggler), p["cluster.physical_cores"], straggler)
+    return slow
+
+
 def host_costs_s(p: dict, plan_: StrategyPlan, device_kind: str) -> tuple[np.ndarray, np.ndarray]:
     """The worker host's seconds per step: (fixed overhead, dispatch of each replica).
 
@@ -223,7 +245,7 @@ def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, 
     overhead, dispatch = host_costs_s(p, plan_, device_kind)
     read = np.where((workers == 1) | (shard_policy == "DATA"), global_examples, _ceil_div(global_examples, workers))
     host_s = read * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
-    copy_s = 0.0 if device_kind == "cpu" else b * p["workload.input_bytes_per_sample"] / p["cluster.intra_link.bandwidth_Bps"]
+    copy_s = 0.0 if device_kind == "cpu" else b * p["workload.input_bytes_per_sample"] / link_Bps(p, "intra_link")
     update = p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / p["cluster.device.memory_bandwidth_Bps"]
     return StepParts(
         replica_batch=b,
@@ -248,8 +270,8 @@ def metric_comm_s(p: dict, plan_: StrategyPlan, num_replicas: int) -> np.ndarray
     if plan_.strategy != "multi_worker_mirrored" or plan_.algorithm is None or one_process:
         return np.zeros_like(p["training.metric_values"])
     model = cost_model(plan_.algorithm, int(num_replicas), **plan_.options)
-    one = model.time_s(4.0, p["cluster.intra_link.latency_s"], p["cluster.intra_link.bandwidth_Bps"],
-                       p["cluster.inter_link.latency_s"], p["cluster.inter_link.bandwidth_Bps"])
+    one = model.time_s(4.0, p["cluster.intra_link.latency_s"], link_Bps(p, "intra_link"),
+                       p["cluster.inter_link.latency_s"], link_Bps(p, "inter_link"))
     return p["training.metric_values"] * one
 
 
@@ -262,9 +284,9 @@ def bucket_comm_s(p: dict, plan_: StrategyPlan, num_replicas: int) -> np.ndarray
     return model.time_s(
         bucket_bytes,
         p["cluster.intra_link.latency_s"],
-        p["cluster.intra_link.bandwidth_Bps"],
+        link_Bps(p, "intra_link"),
         p["cluster.inter_link.latency_s"],
-        p["cluster.inter_link.bandwidth_Bps"],
+        link_Bps(p, "inter_link"),
     )
 
 
@@ -318,10 +340,12 @@ def step_model(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str
     comm = bucket_comm_s(p, plan_, replicas)
     metrics = metric_comm_s(p, plan_, replicas)
     batch = p["training.global_batch"]
-    parts = step_parts(p, batch, plan_, device_kind, shard_policy, comm, metrics)
+    # Every worker waits for the slowest one (the straggler, when there is one) at the all-reduce.
+    slowest = straggler_params(p)
+    parts = step_parts(slowest, batch, plan_, device_kind, shard_policy, comm, metrics)
     step = step_time_s(parts, plan_.prefetch)
     full, rest = epoch_plan(p)
-    rest_parts = step_parts(p, np.maximum(rest, 1), plan_, device_kind, shard_policy, comm, metrics)
+    rest_parts = step_parts(slowest, np.maximum(rest, 1), plan_, device_kind, shard_policy, comm, metrics)
     epoch = fill_s(p, plan_.prefetch, shard_policy) + full * step + np.where(rest > 0, step_time_s(rest_parts, plan_.prefetch), 0.0)
     # One device of the same kind on the same host, one replica's batch, same pipeline.
     one = dict(p)
@@ -418,9 +442,13 @@ def simulate(scenario: Scenario) -> Timeline:
     k_buckets = 1 if t.backup_workers else t.num_buckets
     p_buckets = dict(p, **{"training.num_buckets": np.asarray(float(k_buckets))})
     comm = float(bucket_comm_s(p_buckets, plan_, replicas))
-    per_example = float(seconds_per_example(p, kind))
+    # Per worker: the last one may be a straggler with fewer cores.
+    slow = straggler_params(p)
+    per_example_w = np.array([float(seconds_per_example(p, kind))] * (workers - 1)
+                             + [float(seconds_per_example(slow, kind))])
+    host_w = np.array([[float(x) for x in host_costs_s(p, plan_, kind)]] * (workers - 1)
+                      + [[float(x) for x in host_costs_s(slow, plan_, kind)]])
     shared = bool(shares_cores(p, kind))
-    overhead, dispatch = (float(x) for x in host_costs_s(p, plan_, kind))
     metrics = float(metric_comm_s(p, plan_, replicas))
     update = float(p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / p["cluster.device.memory_bandwidth_Bps"])
     fill = float(fill_s(p, plan_.prefetch, t.shard_policy))
@@ -436,6 +464,8 @@ def simulate(scenario: Scenario) -> Timeline:
     aggregate = replicas - t.backup_workers
     worker_of = np.repeat(np.arange(workers), local)
     local_index = np.tile(np.arange(local), workers)
+    per_example = per_example_w[worker_of]
+    overhead, dispatch = host_w[worker_of, 0], host_w[worker_of, 1]
 
     # Outputs, shape (steps, replicas) unless noted.
     in_start = np.zeros((n_steps, workers))

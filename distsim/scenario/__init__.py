@@ -23,6 +23,7 @@ from distsim.scenario.components import (
     Strategy,
     Training,
     Workload,
+    message_Bps,
 )
 from distsim.scenario.factory import make_scenario
 from distsim.scenario.presets import (
@@ -56,6 +57,7 @@ __all__ = [
     "Strategy",
     "Training",
     "Workload",
+    "message_Bps",
     "load_preset",
     "make_scenario",
     "preset_names",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from distsim.scenario import limits
 from distsim.validation import (
     Boolean,
@@ -117,6 +119,20 @@ class Device:
         return self.peak_flops * self.efficiency
 
 
+def message_Bps(bandwidth_Bps, payload_fraction=1.0, stack_bandwidth_Bps=None):
+    """Message bytes per second over a link (floats or NumPy arrays):
+    ``1 / (1 / (bandwidth_Bps x payload_fraction) + 1 / stack_bandwidth_Bps)``,
+    the wire's payload rate in series with the hosts' network software.
+    ``stack_bandwidth_Bps`` of ``None`` or NaN means free."""
+    wire_s_per_byte = 1.0 / (bandwidth_Bps * payload_fraction)
+    if stack_bandwidth_Bps is None:
+        return 1.0 / wire_s_per_byte
+    stack = np.asarray(stack_bandwidth_Bps, dtype=float)
+    # NaN (a None read into an array) costs nothing.
+    stack_s_per_byte = np.where(np.isnan(stack), 0.0, 1.0 / np.where(np.isnan(stack), 1.0, stack))
+    return 1.0 / (wire_s_per_byte + stack_s_per_byte)
+
+
 @dataclass(frozen=True)
 class Link:
     """A link between devices (intra-worker) or hosts (inter-worker).
@@ -130,6 +146,16 @@ class Link:
             besides moving the bytes, seconds. A PS serves requests one at a
             time, so this is what makes workers queue. Only the
             parameter-server strategy uses it.
+        payload_fraction: the share of ``bandwidth_Bps`` that carries the
+            message (the rest is protocol headers), in (0, 1]. 1 when
+            ``bandwidth_Bps`` is already a payload rate (fitted from message
+            times); TCP over IPv4 over Ethernet with a 1500-byte MTU carries
+            1448 of every 1514 bytes on the wire (0.956).
+        stack_bandwidth_Bps: the hosts' network software (serialising,
+            copying, the TCP stack) per byte, in series with the wire:
+            a message of ``n`` bytes takes ``n / (bandwidth_Bps x
+            payload_fraction) + n / stack_bandwidth_Bps``. ``None``: free (or
+            already part of ``bandwidth_Bps``).
         sources: where each number comes from.
     """
 
@@ -137,10 +163,18 @@ class Link:
     bandwidth_Bps: float = checked(Number(0, low_open=True, unit="bytes/s"))
     latency_s: float = checked(_SECONDS)
     request_s: float = checked(_SECONDS, default=0.0)
+    payload_fraction: float = checked(Number(0, 1, low_open=True), default=1.0)
+    stack_bandwidth_Bps: float | None = checked(
+        Optional(Number(0, low_open=True, unit="bytes/s"), "free (part of bandwidth_Bps)"), default=None)
     sources: dict = _sources()
 
     def __post_init__(self) -> None:
         check_fields(self, "Link")
+
+    @property
+    def effective_Bps(self) -> float:
+        """Message bytes per second over this link (:func:`message_Bps`)."""
+        return float(message_Bps(self.bandwidth_Bps, self.payload_fraction, self.stack_bandwidth_Bps))
 
 
 @dataclass(frozen=True)
@@ -161,6 +195,12 @@ class Cluster:
             is its own hardware.
         host_input_speed: speed of each host's input-pipeline core relative
             to the core the workload's ``input_s_per_sample`` was measured on.
+        straggler_cores: for CPU devices: the cores the *last* worker gets
+            instead of ``physical_cores`` (a CPU quota: cgroup
+            ``cfs_quota_us / cfs_period_us`` in a real run), so its host work
+            and compute run ``physical_cores / straggler_cores`` times slower
+            (host work: ``1 / min(straggler_cores, 1)``). At most
+            ``physical_cores``. ``None``: no straggler.
     """
 
     device: Device = checked(InstanceOf(Device, "a device preset name or an object of its fields"))
@@ -171,12 +211,19 @@ class Cluster:
     physical_cores: float | None = checked(
         Optional(Number(0, low_open=True, unit="cores per worker"), "each device is its own hardware"), default=None)
     host_input_speed: float = checked(Number(0, low_open=True), default=1.0)
+    straggler_cores: float | None = checked(
+        Optional(Number(0, low_open=True, unit="cores of the last worker"), "no straggler"), default=None)
 
     def __post_init__(self) -> None:
         check_fields(self, "Cluster")
         if self.physical_cores is not None and self.device.kind != "cpu":
             raise InputError("Cluster.physical_cores", self.physical_cores,
                              f"null for a {self.device.kind} device (CPU devices share cores)")
+        if self.straggler_cores is not None and (self.physical_cores is None
+                                                 or self.straggler_cores > self.physical_cores):
+            raise InputError("Cluster.straggler_cores", self.straggler_cores,
+                             f"null, or <= physical_cores={self.physical_cores} (a straggler is a CPU worker "
+                             "with fewer cores than the others)")
         if self.num_replicas > limits.MAX_REPLICAS:
             raise InputError("Cluster.devices_per_worker", self.devices_per_worker,
                              f"num_workers x devices_per_worker <= {limits.MAX_REPLICAS:,} replicas "
