@@ -8,15 +8,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from input_errors import raises_input
 
 from distsim.engines.asyncps import (
+    MAX_UPDATES,
     expected_staleness_exponential,
     expected_staleness_immediate_pulls,
     link_times_s,
     simulate_async,
 )
 from distsim.results.result import Staleness
-from distsim.mechanics.stragglers import expected_kth_fastest_exponential, harmonic, sync_step_times_s
+from distsim.mechanics.stragglers import MAX_DRAWS, expected_kth_fastest_exponential, factors, harmonic, sync_step_times_s
 
 N_UPDATES = 100_000  # the "within 2% over 100k updates"
 
@@ -130,24 +132,84 @@ def test_link_times():
     assert t["ps_service_s"] == pytest.approx(2e-3)
 
 
+TWO = dict(num_workers=2, num_updates=10)
+SECONDS = "a finite number >= 0 (seconds)"
+MEAN = "a finite number > 0 (seconds)"
+
+
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, path, value, allowed",
     [
-        (dict(num_workers=0, num_updates=10), "num_workers=0"),
-        (dict(num_workers=2, num_updates=0), "num_updates=0"),
-        (dict(num_workers=2, num_updates=10, compute_mean_s=[1, 2, 3]), "compute_mean_s has shape"),
-        (dict(num_workers=2, num_updates=10, compute_mean_s=-1.0), "compute_mean_s="),
-        (dict(num_workers=2, num_updates=10, distribution="pareto"), "distribution='pareto'"),
-        (dict(num_workers=2, num_updates=10, push_s=-0.1), "push_s=-0.1"),
-        (dict(num_workers=2, num_updates=10, engine="gpu"), "engine='gpu'"),
-        (dict(num_workers=2, num_updates=10, engine="vectorized", ps_service_s=0.1), "ps_service_s=0.1"),
+        (dict(num_workers=0, num_updates=10), "num_workers", "0", "an integer >= 1 and <= 100,000"),
+        (dict(num_workers=2.0, num_updates=10), "num_workers", "2.0", "an integer >= 1"),
+        (dict(num_workers=2, num_updates=0), "num_updates", "0", "an integer >= 1"),
+        (dict(num_workers=2, num_updates=MAX_UPDATES + 1), "num_updates", f"{MAX_UPDATES + 1}", f"<= {MAX_UPDATES:,}"),
+        (dict(TWO, compute_mean_s=[1, 2, 3]), "compute_mean_s", "[1, 2, 3]", "or a list of 2 (one per worker)"),
+        (dict(TWO, compute_mean_s=-1.0), "compute_mean_s", "-1.0", MEAN),
+        (dict(TWO, compute_mean_s="1"), "compute_mean_s", "'1'", MEAN),
+        (dict(TWO, compute_mean_s=[1.0, np.nan]), "compute_mean_s[1]", "nan", MEAN),
+        (dict(TWO, distribution="pareto"), "distribution", "'pareto'",
+         "one of ('deterministic', 'exponential', 'lognormal')"),
+        (dict(TWO, sigma=-0.5), "sigma", "-0.5", "a finite number >= 0 and <= 10"),
+        (dict(TWO, push_s=-0.1), "push_s", "-0.1", SECONDS),
+        (dict(TWO, pull_s=np.inf), "pull_s", "inf", SECONDS),
+        (dict(TWO, ps_service_s=None), "ps_service_s", "None", SECONDS),
+        (dict(TWO, engine="gpu"), "engine", "'gpu'", "one of ('auto', 'vectorized', 'events')"),
+        (dict(TWO, engine="vectorized", ps_service_s=0.1), "ps_service_s", "0.1",
+         "0 with engine='vectorized' (PS contention needs engine='events' or 'auto')"),
     ],
 )
-def test_bad_parameters(kwargs, match):
-    with pytest.raises(ValueError, match=match.replace("[", r"\[")):
+def test_bad_parameters(kwargs, path, value, allowed):
+    with raises_input(path, value, allowed):
         simulate_async(**kwargs)
 
 
+def test_numpy_integers_are_counts():
+    a = simulate_async(np.int64(3), np.int32(50), np.array([1.0, 2.0, 3.0]), seed=2)
+    b = simulate_async(3, 50, [1.0, 2.0, 3.0], seed=2)
+    assert a.num_workers == 3 and np.array_equal(a.apply_time_s, b.apply_time_s)
+
+
+@pytest.mark.parametrize(
+    "kwargs, path, value, allowed",
+    [
+        (dict(message_bytes=-1), "message_bytes", "-1", "a finite number >= 0 (bytes)"),
+        (dict(bandwidth_Bps=0), "bandwidth_Bps", "0", "a finite number > 0 (bytes/s)"),
+        (dict(latency_s=-1e-3), "latency_s", "-0.001", SECONDS),
+        (dict(num_shards=0), "num_shards", "0", "an integer >= 1"),
+        (dict(num_shards=1.5), "num_shards", "1.5", "an integer >= 1"),
+        (dict(ps_bandwidth_Bps=-1.0), "ps_bandwidth_Bps", "-1.0", "> 0 (bytes/s), or null (no PS contention)"),
+    ],
+)
+def test_bad_link_times(kwargs, path, value, allowed):
+    with raises_input(path, value, allowed):
+        link_times_s(**{**dict(message_bytes=1000, bandwidth_Bps=1e9), **kwargs})
+
+
 def test_bad_k_of_p():
-    with pytest.raises(ValueError, match="num_aggregate=9"):
+    with raises_input("num_aggregate", "9", "an integer >= 1 and <= 8 (at most num_workers)"):
         sync_step_times_s(8, 10, 1.0, num_aggregate=9)
+    with raises_input("num_aggregate", "0", "an integer >= 1 and <= 8"):
+        expected_kth_fastest_exponential(8, 0, 1.0)
+    with raises_input("num_workers", "0", "an integer >= 1"):
+        expected_kth_fastest_exponential(0, 1, 1.0)
+    with raises_input("mean_s", "-1.0", "a finite number > 0 (seconds)"):
+        expected_kth_fastest_exponential(8, 4, -1.0)
+    with raises_input("mean_s", "0", "a finite number > 0 (seconds)"):
+        sync_step_times_s(8, 10, 0)
+    with raises_input("num_steps", "0", "an integer >= 1"):
+        sync_step_times_s(8, 0, 1.0)
+    with raises_input("num_steps", f"{MAX_DRAWS}", f"<= {MAX_DRAWS // 8:,} (steps x num_workers <= {MAX_DRAWS:,}"):
+        sync_step_times_s(8, MAX_DRAWS, 1.0)
+
+
+def test_bad_factors_and_harmonic():
+    rng = np.random.default_rng(0)
+    with raises_input("distribution", "'normal'", "one of ('deterministic', 'exponential', 'lognormal')"):
+        factors(rng, "normal", 3)
+    with raises_input("sigma", "nan", "a finite number >= 0 and <= 10"):
+        factors(rng, "lognormal", 3, sigma=np.nan)
+    with raises_input("n", "[3, -1]", "integers from 0 to 100,000"):
+        harmonic([3, -1])
+    with raises_input("n", "[1.5]", "integers from 0"):
+        harmonic([1.5])

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from input_errors import raises_input
 
 from distsim.engines import asyncps
 from distsim.mechanics import stragglers
@@ -9,6 +10,7 @@ from distsim.numerics.asynctrain import train_async, train_backup_sync
 from distsim.datasets.mnist import mnist_subset
 from distsim.numerics.models import MLP, SoftmaxRegression
 from distsim.results.result import Result
+from distsim.scenario.limits import MAX_REPLICAS
 from distsim.numerics.train import TrainingDiverged, train_sync
 
 
@@ -136,28 +138,42 @@ def test_async_divergence_is_reported(data):
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, path, value, allowed",
     [
-        (dict(learning_rate=0), "learning_rate=0"),
-        (dict(num_workers=0), "num_workers=0"),
-        (dict(max_staleness=-1), "max_staleness=-1"),
-        (dict(bound_policy="wait"), "bound_policy='wait'"),
-        (dict(batch_size=400), "fewer than one step"),
-        (dict(compute_mean_s=0.0), "compute_mean_s"),
-        (dict(distribution="pareto"), "distribution='pareto'"),
+        (dict(learning_rate=0), "learning_rate", "0", "a finite number > 0"),
+        (dict(num_workers=0), "num_workers", "0", "an integer >= 1"),
+        (dict(num_updates=2.5), "num_updates", "2.5", "an integer >= 1"),
+        (dict(max_staleness=-1), "max_staleness", "-1", "an integer >= 0, or null (no bound)"),
+        (dict(bound_policy="wait"), "bound_policy", "'wait'", "one of ('drop',)"),
+        (dict(batch_size=400), "batch_size", "400",
+         "at most 300 (num_workers x batch_size <= the 600 training examples, 2 workers)"),
+        (dict(compute_mean_s=0.0), "compute_mean_s", "0.0", "a finite number > 0 (seconds)"),
+        (dict(distribution="pareto"), "distribution", "'pareto'", "one of ('deterministic', 'exponential', 'lognormal')"),
+        (dict(eval_every=0), "eval_every", "0", "an integer >= 1, or null (every twentieth of the run)"),
+        (dict(log="log"), "log", "'log'", "an UpdateLog, or null (simulate one)"),
+        (dict(log=asyncps.simulate_async(3, 10, seed=0)), "log.num_workers", "3", "num_workers=2"),
     ],
 )
-def test_async_bad_configuration(data, kwargs, match):
+def test_async_bad_configuration(data, kwargs, path, value, allowed):
     base = dict(num_workers=2, batch_size=8, num_updates=10, learning_rate=0.1)
-    with pytest.raises(ValueError, match=match):
+    with raises_input(path, value, allowed):
         train_async(SoftmaxRegression(), data.x_train, data.y_train, **{**base, **kwargs})
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
-    [(dict(num_backup=3), "num_backup=3"), (dict(num_backup=-1), "num_backup=-1"), (dict(comm_s=-1.0), "comm_s")],
+    "kwargs, path, value, allowed",
+    [
+        (dict(num_backup=3), "num_backup", "3", "an integer >= 0 and <= 2 (fewer than num_workers"),
+        (dict(num_backup=-1), "num_backup", "-1", "an integer >= 0 and <= 2"),
+        (dict(comm_s=-1.0), "comm_s", "-1.0", "a finite number >= 0 (seconds)"),
+        (dict(compute_mean_s=np.inf), "compute_mean_s", "inf", "a finite number > 0 (seconds)"),
+        (dict(num_steps=0), "num_steps", "0", "an integer >= 1"),
+        (dict(num_workers=2000), "num_workers", "2000", f"an integer >= 1 and <= {MAX_REPLICAS:,}"),
+        (dict(sigma=-1.0), "sigma", "-1.0", "a finite number >= 0 and <= 10"),
+        (dict(eval_every=0), "eval_every", "0", "an integer >= 1"),
+    ],
 )
-def test_backup_bad_configuration(data, kwargs, match):
+def test_backup_bad_configuration(data, kwargs, path, value, allowed):
     base = dict(num_workers=3, num_backup=1, batch_size=8, num_steps=5)
-    with pytest.raises(ValueError, match=match):
+    with raises_input(path, value, allowed):
         train_backup_sync(SoftmaxRegression(), data.x_train, data.y_train, **{**base, **kwargs})

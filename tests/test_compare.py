@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 import pytest
+from input_errors import raises_input
 
 import distsim
 from distsim.results.compare import Comparison, compare
@@ -58,8 +59,15 @@ def test_paired_baselines_give_each_repeat_its_own_neighbour():
     table = compare(pred, [base, two], baseline=0, paired_baselines=[base, beside_two])
     assert table.rows[1].measured_ratio == pytest.approx(2.0)
     assert table.rows[1].ratio_error == pytest.approx(0.0)
-    with pytest.raises(ValueError, match="one baseline run per measured repeat"):
+    with raises_input("paired_baselines[1]", None, "2 runs, one per measured repeat of configuration 1",
+                      problem="1 runs"):
         compare(pred, [base, two], baseline=0, paired_baselines=[base, beside_two[:1]])
+    with raises_input("baseline", "None", "an index into predicted when paired_baselines is given"):
+        compare(pred, [base, two], paired_baselines=[base, beside_two])
+    with raises_input("paired_baselines", None, "one entry per configuration (2)", problem="1 entries"):
+        compare(pred, [base, two], baseline=0, paired_baselines=[base])
+    with raises_input("paired_baselines[1][0].summary.step_time_s", "-1.0", "a finite number > 0 (seconds)"):
+        compare(pred, [base, two], baseline=0, paired_baselines=[base, [_result("measured", "a", 1, -1.0)] * 2])
 
 
 def test_without_baseline_it_is_judged_on_step_time():
@@ -73,18 +81,27 @@ def test_without_baseline_it_is_judged_on_step_time():
 
 
 @pytest.mark.parametrize(
-    "kwargs, fragment",
+    "kwargs, path, value, allowed, problem",
     [
-        ({"measured": []}, "equal"),
-        ({"baseline": 3}, "baseline=3"),
-        ({"labels": ["x", "y"]}, "2 labels"),
-        ({"measured": [[]]}, "non-empty"),
+        ({"measured": []}, "measured", None, "one entry per prediction (1)", "0 entries"),
+        ({"predicted": []}, "predicted", "[]", "at least one Result", None),
+        ({"predicted": ["a"]}, "predicted[0]", "'a'", "a Result", None),
+        ({"baseline": 3}, "baseline", "3", "an integer >= 0 and <= 0 (an index into predicted), or null (no ratios)",
+         None),
+        ({"baseline": True}, "baseline", "True", "an integer >= 0", None),
+        ({"labels": ["x", "y"]}, "labels", "['x', 'y']", "one label per configuration (1)", None),
+        ({"measured": [[]]}, "measured[0]", "[]", "a Result or a non-empty list of Results (its repeats)", None),
+        ({"measured": [[_result("measured", "a", 1, 0.01), "b"]]}, "measured[0][1]", "'b'", "a Result", None),
+        ({"measured": [_result("measured", "a", 1, -0.01)]}, "measured[0].summary.step_time_s", "-0.01",
+         "a finite number > 0 (seconds)", None),
+        ({"predicted": [_result("predicted", "a", 1, float("nan"))]}, "predicted[0].summary.step_time_s", "nan",
+         "a finite number > 0 (seconds)", None),
     ],
 )
-def test_bad_input_is_rejected(kwargs, fragment):
+def test_bad_input_is_rejected(kwargs, path, value, allowed, problem):
     args = {"predicted": [_result("predicted", "a", 1, 0.01)], "measured": [_result("measured", "a", 1, 0.01)]}
     args.update(kwargs)
-    with pytest.raises(ValueError, match=fragment):
+    with raises_input(path, value, allowed, problem=problem):
         compare(**args)
 
 

@@ -37,5 +37,5 @@ def test_stored_results_skip_reports_and_reject_broken_results(tmp_path):
     found = load_stored_results(tmp_path)
     assert [(r.strategy, r.num_replicas) for r in found] == [("mirrored", 2)]
     (tmp_path / "c_broken.json").write_text('{"schema_version": 1, "source": "measured"}')
-    with pytest.raises(ValueError, match="c_broken.json is not a valid result file"):
+    with pytest.raises(InputError, match=r"c_broken\.json\.strategy=None; allowed: a value \(this field is required\)$"):
         load_stored_results(tmp_path)

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from input_errors import raises_input
 
 from distsim.numerics.largebatch import VARIANTS, goyal_schedule, large_batch_experiment
 
@@ -48,16 +49,27 @@ def test_divergence_is_reported_not_hidden():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, path, value, allowed",
     [
-        (dict(variants=("sqrt",)), "variants="),
-        (dict(base_lr=0.0), "base_lr=0.0"),
-        (dict(batch_sizes=()), "batch_sizes is empty"),
-        (dict(batch_sizes=(0,)), "batch size=0"),
-        (dict(model_name="vgg"), "model='vgg'"),
-        (dict(warmup_epochs=-1.0), "warmup_epochs=-1.0"),
+        (dict(variants=("sqrt",)), "variants[0]", "'sqrt'", f"one of {VARIANTS}"),
+        (dict(variants=()), "variants", "[]", f"a non-empty selection of {VARIANTS}"),
+        (dict(base_lr=0.0), "base_lr", "0.0", "a finite number > 0"),
+        (dict(epochs=0), "epochs", "0", "an integer >= 1"),
+        (dict(batch_sizes=()), "batch_sizes", "[]", "at least one global batch size"),
+        (dict(batch_sizes=(32, 0)), "batch_sizes[1]", "0", "an integer >= 1"),
+        (dict(model_name="vgg"), "model", "'vgg'", "one of ('mlp', 'small_cnn', 'softmax_regression')"),
+        (dict(warmup_epochs=-1.0), "warmup_epochs", "-1.0", "a finite number >= 0 (epochs)"),
     ],
 )
-def test_bad_arguments(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_arguments(kwargs, path, value, allowed):
+    with raises_input(path, value, allowed):
         large_batch_experiment(**{"num_train": 64, "num_test": 10, "epochs": 1, **kwargs})
+
+
+def test_bad_schedule_arguments():
+    with raises_input("base_lr", "-0.1", "a finite number > 0"):
+        goyal_schedule(-0.1, 256)
+    with raises_input("global_batch", "0", "an integer >= 1"):
+        goyal_schedule(0.1, 0)
+    with raises_input("warmup_steps", "-2", "an integer >= 0"):
+        goyal_schedule(0.1, 256, warmup_steps=-2)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from input_errors import raises_input
 
 from distsim.datasets.mnist import mnist_subset
 from distsim.numerics.losslab import MISTAKES, loss_scaling_lab
@@ -102,12 +103,17 @@ def test_report_lookup_and_bad_input(data):
     assert [m.name for m in report.mistakes] == list(MISTAKES)
     with pytest.raises(KeyError, match="no mistake"):
         report["typo"]
-    with pytest.raises(ValueError, match="mistakes="):
+    with raises_input("mistakes[1]", "'typo'", f"one of {tuple(MISTAKES)}"):
         loss_scaling_lab(SoftmaxRegression(), data.x_train, data.y_train, num_replicas=2, global_batch=20,
-                         mistakes=["typo"])
-    with pytest.raises(ValueError, match="learning_rate=-0.1"):
+                         mistakes=[next(iter(MISTAKES)), "typo"])
+    with raises_input("mistakes", "[]", f"a non-empty selection of {tuple(MISTAKES)}"):
+        loss_scaling_lab(SoftmaxRegression(), data.x_train, data.y_train, num_replicas=2, global_batch=20,
+                         mistakes=[])
+    with raises_input("learning_rate", "-0.1", "a finite number > 0"):
         loss_scaling_lab(SoftmaxRegression(), data.x_train, data.y_train, num_replicas=2, global_batch=20,
                          learning_rate=-0.1)
-    with pytest.raises(ValueError, match="label 10 is out of range"):
+    with raises_input("steps", "0", "an integer >= 1"):
+        loss_scaling_lab(SoftmaxRegression(), data.x_train, data.y_train, num_replicas=2, global_batch=20, steps=0)
+    with raises_input("y[2]", "10", "an integer class from 0 to 9"):
         loss_scaling_lab(SoftmaxRegression(), data.x_train[:3], np.array([1, 2, 10]), num_replicas=2,
                          global_batch=2)

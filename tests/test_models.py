@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from input_errors import raises_input
 
 from distsim.datasets.mnist import mnist_subset
 from distsim.numerics.models import MLP, MODELS, SmallCNN, SoftmaxRegression, make_model, softmax_cross_entropy
@@ -127,40 +128,73 @@ def test_mnist_loss_at_init_is_near_log10_and_sgd_lowers_it():
         assert m.loss_and_grads(w, data.x_train, data.y_train)[0] < loss0, name
 
 
+CLASS = "an integer class from 0 to 9"
+
+
 @pytest.mark.parametrize(
-    "x, y, match",
+    "x, y, path, value, allowed, problem",
     [
-        (np.zeros((4, 28, 27)), np.zeros(4, int), "shape"),
-        (np.zeros((4, 28, 28)), np.zeros(3, int), "4 examples but labels have 3"),
-        (np.zeros((4, 28, 28)), np.array([0, 1, 10, 2]), "label 10 is out of range"),
-        (np.zeros((4, 28, 28)), np.array([0, 1, -1, 2]), "label -1 is out of range"),
-        (np.full((4, 28, 28), np.nan), np.zeros(4, int), "NaN"),
-        (np.zeros((4, 28, 28), dtype=np.int64), np.zeros(4, int), "float32 or float64"),
-        (np.zeros((0, 28, 28)), np.zeros(0, int), "empty batch"),
-        (np.zeros((4, 28, 28)), np.array([0.5, 1, 2, 3]), "integers"),
+        (np.zeros((4, 28, 27)), np.zeros(4, int), "x.shape", "(4, 28, 27)",
+         "(batch, *(28, 28)) or (batch, 784) for softmax_regression", None),
+        (np.zeros((4, 28, 28)), np.zeros(3, int), "len(y)", "3", "len(x)=4: one label per example", None),
+        (np.zeros((4, 28, 28)), np.array([0, 1, 10, 2]), "y[2]", "10", CLASS, None),
+        (np.zeros((4, 28, 28)), np.array([0, 1, -1, 2]), "y[2]", "-1", CLASS, None),
+        (np.zeros((4, 28, 28)), np.array([0, 1, 2, 3.5]), "y[3]", "3.5", CLASS, None),
+        (np.zeros((4, 28, 28)), np.array([0, np.nan, 2, 3]), "y[1]", "nan", CLASS, None),
+        (np.zeros((4, 28, 28)), np.array(["0", "1", "2", "3"]), "y[0]", "'0'", CLASS, None),
+        (np.zeros((4, 28, 28)), np.zeros((4, 1), int), "y.shape", "(4, 1)", "(batch,): one integer label", None),
+        (np.full((4, 28, 28), np.nan), np.zeros(4, int), "x", None, "finite values",
+         "NaN or inf, first at index (0, 0, 0)"),
+        (np.zeros((4, 28, 28), dtype=np.int64), np.zeros(4, int), "x.dtype", "'int64'", "float32 or float64", None),
+        (np.float64(3.0), np.zeros(1, int), "x", "3.0", "an array of examples, (batch, *(28, 28))", None),
+        (np.zeros((0, 28, 28)), np.zeros(0, int), "x", None, "at least one example", "an empty batch"),
     ],
 )
-def test_bad_batches_raise_clear_value_errors(x, y, match):
+def test_bad_batches_raise_clear_input_errors(x, y, path, value, allowed, problem):
     m = SoftmaxRegression()
-    with pytest.raises(ValueError, match=match):
+    with raises_input(path, value, allowed, problem=problem):
         m.loss_and_grads(m.init(0), x, y)
 
 
-def test_bad_constructor_and_weights_raise():
-    with pytest.raises(ValueError, match="model='resnet'"):
-        make_model("resnet")
-    with pytest.raises(ValueError, match="kernel_size=2"):
-        SmallCNN(kernel_size=2)
-    with pytest.raises(ValueError, match="l2=-1"):
-        MLP(l2=-1)
+@pytest.mark.parametrize(
+    "build, path, value, allowed",
+    [
+        (lambda: make_model("resnet"), "model", "'resnet'", "one of ('mlp', 'small_cnn', 'softmax_regression')"),
+        (lambda: make_model("mlp", hiden=64), "hiden", "64",
+         "no such argument of mlp; its arguments are ['hidden', 'input_shape', 'l2', 'num_classes']"),
+        (lambda: SmallCNN(kernel_size=2), "kernel_size", "2", "an odd integer >= 1 ('same' padding)"),
+        (lambda: SmallCNN(kernel_size=0), "kernel_size", "0", "an integer >= 1"),
+        (lambda: SmallCNN(filters=2.5), "filters", "2.5", "an integer >= 1"),
+        (lambda: SmallCNN(input_shape=(784,)), "input_shape", "(784,)", "(H, W) or (H, W, C)"),
+        (lambda: MLP(l2=-1), "l2", "-1", "a finite number >= 0"),
+        (lambda: MLP(hidden=0), "hidden", "0", "an integer >= 1"),
+        (lambda: MLP(hidden=1.5), "hidden", "1.5", "an integer >= 1"),
+        (lambda: MLP(num_classes=1), "num_classes", "1", "an integer >= 2"),
+        (lambda: SoftmaxRegression(input_shape=(28, 0)), "input_shape[1]", "0", "an integer >= 1"),
+        (lambda: SoftmaxRegression(input_shape="28x28"), "input_shape", "'28x28'", "a tuple of sizes"),
+        (lambda: SoftmaxRegression().init(0, np.int64), "dtype", "'int64'", "float32 or float64"),
+        (lambda: SoftmaxRegression().init(0, "float128x"), "dtype", "'float128x'", "float32 or float64"),
+    ],
+)
+def test_bad_constructor_arguments_raise(build, path, value, allowed):
+    with raises_input(path, value, allowed):
+        build()
+
+
+def test_bad_weights_raise():
     m = SoftmaxRegression()
     w = m.init(0)
-    with pytest.raises(ValueError, match="2 weight arrays"):
+    with raises_input("weights", "[(784, 10)]", "2 arrays in Keras order ['dense/kernel', 'dense/bias'] "
+                      "with shapes [(784, 10), (10,)] (softmax_regression)"):
         m.import_weights(w[:1])
-    with pytest.raises(ValueError, match="expected \\(10,\\)"):
+    with raises_input("weights['dense/bias'].shape", "(9,)", "(10,) (softmax_regression)"):
         m.import_weights([w[0], np.zeros(9)])
-    with pytest.raises(ValueError, match="dtype=int64"):
-        m.init(0, np.int64)
+    bad = w[0].copy()
+    bad[3, 7] = np.nan
+    with raises_input("weights['dense/kernel']", None, "finite values", problem="NaN or inf, first at index (3, 7)"):
+        m.import_weights([bad, w[1]])
+    with raises_input("flat.shape", "(5,)", "a last axis of 7,850 values, one per parameter of softmax_regression"):
+        m.unflatten(np.zeros(5))
 
 
 def test_regularization_loss_and_gradient():
@@ -192,7 +226,9 @@ def test_inf_and_huge_but_finite_inputs():
     m = SoftmaxRegression(input_shape=(2, 2))
     x = np.zeros((3, 2, 2))
     x[1, 0, 1] = np.inf
-    with pytest.raises(ValueError, match="NaN or inf \\(first at example 1\\)"):
+    with raises_input("x", None, "finite values", problem="NaN or inf, first at index (1, 0, 1)"):
         m.check_inputs(x)
+    with raises_input("images", None, "finite values", problem="NaN or inf, first at index (1, 0, 1)"):
+        m.check_inputs(x, "images")
     huge = np.full((3, 2, 2), 1e308)  # finite, though their sum overflows
     assert m.check_inputs(huge).shape == (3, 2, 2)

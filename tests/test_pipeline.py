@@ -8,8 +8,11 @@ import math
 
 import numpy as np
 import pytest
+from input_errors import raises_input
 
 from distsim.engines.pipeline import (
+    MAX_PASSES,
+    MAX_SPLIT_WORK,
     SCHEDULES,
     Layer,
     LayeredModel,
@@ -238,47 +241,97 @@ def test_result_round_trip():
     assert len(back.trace) == len(run.trace)
 
 
+ADDS_UP = "one layer count (>= 1) per stage, adding up to the model's 3 layers"
+
+
 @pytest.mark.parametrize(
-    "change, match",
+    "change, path, value, allowed",
     [
-        ({"layers_per_stage": (1, 1)}, "must add up to 3"),
-        ({"layers_per_stage": (0, 3)}, r"layers_per_stage\[0\]=0"),
-        ({"layers_per_stage": ()}, "one layer count"),
-        ({"num_microbatches": 5}, "does not divide global_batch=64"),
-        ({"num_microbatches": 0}, "num_microbatches=0"),
-        ({"global_batch": 2.5}, "global_batch=2.5"),
-        ({"flops_per_s": 0}, "flops_per_s=0"),
-        ({"flops_per_s": math.inf}, "flops_per_s=inf"),
-        ({"link_latency_s": -1.0}, "link_latency_s=-1.0"),
-        ({"link_bandwidth_Bps": 0.0}, "link_bandwidth_Bps=0.0"),
-        ({"overhead_s": math.nan}, "overhead_s=nan"),
-        ({"schedule": "pipedream"}, "schedule='pipedream'"),
-        ({"param_copies": 0}, "param_copies=0"),
-        ({"devices_share_cores": 1}, "devices_share_cores=1"),
-        ({"device_memory_bytes": -5}, "device_memory_bytes=-5"),
+        ({"layers_per_stage": (1, 1)}, "layers_per_stage", "(1, 1)", ADDS_UP),
+        ({"layers_per_stage": (0, 3)}, "layers_per_stage[0]", "0", "an integer >= 1"),
+        ({"layers_per_stage": ()}, "layers_per_stage", "()", ADDS_UP),
+        ({"layers_per_stage": 3}, "layers_per_stage", "3", ADDS_UP),
+        ({"num_microbatches": 5}, "num_microbatches", "5", "a divisor of global_batch=64"),
+        ({"num_microbatches": 0}, "num_microbatches", "0", "an integer >= 1"),
+        ({"global_batch": 2.5}, "global_batch", "2.5", "an integer >= 1"),
+        ({"global_batch": True}, "global_batch", "True", "an integer >= 1"),
+        ({"flops_per_s": 0}, "flops_per_s", "0", "a finite number > 0 (FLOP/s)"),
+        ({"flops_per_s": math.inf}, "flops_per_s", "inf", "a finite number > 0 (FLOP/s)"),
+        ({"link_latency_s": -1.0}, "link_latency_s", "-1.0", "a finite number >= 0 (seconds)"),
+        ({"link_bandwidth_Bps": 0.0}, "link_bandwidth_Bps", "0.0", "> 0 (bytes/s), or math.inf for free transfers"),
+        ({"link_bandwidth_Bps": math.nan}, "link_bandwidth_Bps", "nan", "or math.inf for free transfers"),
+        ({"link_bandwidth_Bps": -math.inf}, "link_bandwidth_Bps", "-inf", "or math.inf for free transfers"),
+        ({"overhead_s": math.nan}, "overhead_s", "nan", "a finite number >= 0 (seconds)"),
+        ({"schedule": "pipedream"}, "schedule", "'pipedream'", "one of ('naive', 'gpipe', '1f1b')"),
+        ({"param_copies": 0}, "param_copies", "0", "an integer >= 1"),
+        ({"devices_share_cores": 1}, "devices_share_cores", "1", "true or false"),
+        ({"device_memory_bytes": -5}, "device_memory_bytes", "-5", "a finite number > 0 (bytes), or null (unknown)"),
+        ({"model": "mlp"}, "model", "'mlp'", "a LayeredModel"),
     ],
 )
-def test_invalid_config_is_rejected(change, match):
+def test_invalid_config_is_rejected(change, path, value, allowed):
     base = dict(model=dense_model([784, 32, 32, 10]), layers_per_stage=(2, 1), global_batch=64, num_microbatches=4)
-    with pytest.raises(ValueError, match=match):
+    with raises_input(f"PipelineConfig.{path}", value, allowed):
         PipelineConfig(**{**base, **change})
 
 
+def test_config_accepts_numpy_numbers_and_free_transfers():
+    # NumPy integers are integers (a grid from np.arange must work); they are stored as Python ints.
+    cfg = PipelineConfig(dense_model([8, 8, 8]), np.array([1, 1]), np.int64(64), np.int32(4),
+                         link_bandwidth_Bps=np.float64(math.inf), devices_share_cores=np.bool_(True))
+    assert cfg.layers_per_stage == (1, 1) and type(cfg.layers_per_stage[0]) is int
+    assert type(cfg.global_batch) is int and type(cfg.num_microbatches) is int
+    assert cfg.link_bandwidth_Bps == math.inf and cfg.devices_share_cores is True
+    assert simulate_pipeline(cfg).step_time_s > 0
+
+
+def test_micro_batches_are_bounded_by_the_pass_budget():
+    model = dense_model([8, 8, 8, 8, 8])
+    most = MAX_PASSES // (2 * 4)  # 2 passes (forward, backward) per stage and micro-batch
+    with raises_input("PipelineConfig.num_microbatches", f"{2 * most}", f"at most {most:,} with 4 stages"):
+        PipelineConfig(model, (1, 1, 1, 1), 2 * most, 2 * most)
+    assert PipelineConfig(model, (1, 1, 1, 1), most, most).num_microbatches == most
+
+
 def test_invalid_model_is_rejected():
-    with pytest.raises(ValueError, match="output_values=0"):
+    with raises_input("Layer.output_values", "0", "an integer >= 1"):
         Layer("x", 1, 1.0, 1.0, 0)
-    with pytest.raises(ValueError, match="forward_flops=-1"):
+    with raises_input("Layer.forward_flops", "-1.0", "a finite number >= 0 (FLOP per example)"):
         Layer("x", 1, -1.0, 1.0, 1)
-    with pytest.raises(ValueError, match="non-empty sequence of Layer"):
+    with raises_input("Layer.num_params", "1.5", "an integer >= 0"):
+        Layer("x", 1.5, 1.0, 1.0, 1)
+    with raises_input("LayeredModel.layers", "()", "a non-empty sequence of Layer"):
         LayeredModel(784, ())
-    with pytest.raises(ValueError, match="at least two sizes"):
+    with raises_input("LayeredModel.layers[1]", "'dense'", "a Layer"):
+        LayeredModel(784, (Layer("x", 1, 1.0, 1.0, 1), "dense"))
+    with raises_input("LayeredModel.input_values", "0", "an integer >= 1"):
+        LayeredModel(0, (Layer("x", 1, 1.0, 1.0, 1),))
+    with raises_input("sizes", "(784,)", "at least two sizes (the input and one layer)"):
         dense_model([784])
-    with pytest.raises(ValueError, match="num_stages=4 > num_layers=3"):
+    with raises_input("sizes[1]", "-3", "an integer >= 1"):
+        dense_model([784, -3])
+    with raises_input("num_stages", "4", "an integer >= 1 and <= 3 (num_layers=3: every stage needs a layer)"):
         even_split(3, 4)
-    with pytest.raises(ValueError, match="num_stages=4 > num_layers=3"):
+    with raises_input("num_layers", "0", "an integer >= 1"):
+        even_split(0, 1)
+    with raises_input("num_stages", "4", "<= 3 (num_layers=3: every stage needs a layer)"):
         balanced_split(dense_model([8, 8, 8, 8]), 4)
-    with pytest.raises(ValueError, match="allowed: a PipelineConfig"):
+    with raises_input("model", "[8, 8]", "a LayeredModel"):
+        balanced_split([8, 8], 1)
+    with raises_input("config", "{'schedule': 'gpipe'}", "a PipelineConfig"):
         simulate_pipeline({"schedule": "gpipe"})
+    with raises_input("schedule", "'pipedream'", "one of ('naive', 'gpipe', '1f1b')"):
+        stage_order("pipedream", 2, 2, 0)
+
+
+def test_balanced_split_is_bounded():
+    layers = 5_000  # 5,000^2 x 80 stages = 2 x 10^9 cells of search: the bound; 81 is over it
+    model = LayeredModel(4, (Layer("x", 1, 1.0, 1.0, 4),) * layers)
+    assert MAX_SPLIT_WORK // layers**2 == 80
+    with raises_input("num_stages", "81", "at most 80 stages for 5,000 layers (stages x layers^2 <= 2,000,000,000"):
+        balanced_split(model, 81)
+    with raises_input("num_stages", "100000", "an integer >= 1 and <= 5,000 (num_layers=5000: every stage"):
+        balanced_split(model, 100_000)
 
 
 def test_data_parallel_estimate_uses_the_same_costs():
@@ -295,7 +348,7 @@ def test_data_parallel_estimate_uses_the_same_costs():
     assert dp.fits is True
     shared = data_parallel_estimate(PipelineConfig(**{**vars(cfg), "devices_share_cores": True}))
     assert shared.compute_s == pytest.approx(run.single_device_step_s, rel=REL)
-    with pytest.raises(ValueError, match="global_batch=255 is not divisible by 2"):
+    with raises_input("PipelineConfig.global_batch", "255", "a multiple of the 2 devices"):
         data_parallel_estimate(PipelineConfig(**{**vars(cfg), "global_batch": 255, "num_microbatches": 1}))
 
 
@@ -315,5 +368,9 @@ def test_config_for_hardware_reads_presets():
     cfg = config_for_hardware(model, (1, 1), 64, 4, v100, _preset(Link, "link", "nvlink2"), schedule="1f1b")
     assert not cfg.devices_share_cores and cfg.flops_per_s == v100.effective_flops
     assert cfg.device_memory_bytes == v100.memory_bytes and cfg.schedule == "1f1b"
-    with pytest.raises(ValueError, match="physical_cores=0"):
+    with raises_input("physical_cores", "0", "an integer >= 1, or null (every stage is its own hardware)"):
         config_for_hardware(model, (1, 1), 64, 4, core, memory, physical_cores=0)
+    with raises_input("device", "'v100'", "a distsim.scenario.Device"):
+        config_for_hardware(model, (1, 1), 64, 4, "v100", memory)
+    with raises_input("link", "None", "a distsim.scenario.Link"):
+        config_for_hardware(model, (1, 1), 64, 4, core, None)

@@ -6,8 +6,11 @@ how many series or cells are drawn, and the legend, not pixels.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
+from input_errors import raises_input
 from matplotlib.collections import PatchCollection, PolyCollection
 from matplotlib.figure import Figure
 
@@ -31,7 +34,7 @@ from distsim.views.plots.sharding import plot_sharding
 from distsim.views.plots.style import NotebookFigure, figure_png, time_scale
 from distsim.views.plots.timeline import TIMELINE_STYLES, event_styles, plot_timeline, plot_timelines
 from distsim.views.plots.training import plot_staleness, plot_training_curves
-from distsim.results.result import Result, Summary
+from distsim.results.result import Result, Staleness, Summary
 from distsim.numerics.train import train_sync
 from distsim.results.trace import Event, Trace
 
@@ -92,9 +95,14 @@ def test_save_figure_writes_each_format(tmp_path):
     assert single == [tmp_path / "one.svg"] and single[0].exists()
 
 
-@pytest.mark.parametrize("path,formats", [("fig.jpg", None), ("fig", ("png", "bmp")), ("fig", ())])
-def test_save_figure_rejects_unknown_formats(tmp_path, path, formats):
-    with pytest.raises(ValueError, match="allowed"):
+@pytest.mark.parametrize("path, formats, where, value, allowed", [
+    ("fig.jpg", None, "path", "fig.jpg", "a file name ending in one of ('png', 'svg', 'pdf'), or give formats="),
+    ("fig", ("png", "bmp"), "formats[1]", "'bmp'", "one of ('png', 'svg', 'pdf')"),
+    ("fig", (), "formats", "[]", "at least one of ('png', 'svg', 'pdf')"),
+])
+def test_save_figure_rejects_unknown_formats(tmp_path, path, formats, where, value, allowed):
+    value = repr(str(tmp_path / path)) if where == "path" else value
+    with raises_input(where, value, allowed):
         save_figure(plot_timeline(sync_trace()), tmp_path / path, formats=formats)
 
 
@@ -147,12 +155,18 @@ def test_timeline_max_steps_and_side_by_side():
 
 def test_timeline_rejects_results_without_trace_and_bad_arguments():
     res = Result("measured", "mirrored", 2, 64, Summary(0.1, 640.0))
-    with pytest.raises(ValueError, match="no trace"):
+    with raises_input("item.trace", "None", "a recorded trace to draw: run it with a trace recorded"):
         plot_timeline(res)
-    with pytest.raises(ValueError, match="max_steps"):
+    with raises_input("item", "'trace.json'", "a Trace, or a Result with a trace"):
+        plot_timeline("trace.json")
+    with raises_input("max_steps", "0", "an integer >= 1, or null (every step)"):
         plot_timeline(sync_trace(), max_steps=0)
-    with pytest.raises(ValueError, match="one per timeline"):
+    with raises_input("titles", "['a', 'b']", "one label per timeline (1)"):
         plot_timelines([sync_trace()], titles=["a", "b"])
+    with raises_input("items", "[]", "at least one Trace, or Result with a trace"):
+        plot_timelines([])
+    with raises_input("items[1].trace", "None", "a recorded trace to draw"):
+        plot_timelines([sync_trace(), res])
 
 
 # ---------------------------------------------------------------- training curves
@@ -186,8 +200,12 @@ def test_training_curves_have_one_line_per_run_in_each_panel(sync_runs):
 
 
 def test_training_curves_reject_runs_without_curve():
-    with pytest.raises(ValueError, match="no training curve"):
+    with raises_input("results[0].curve", "None", "a training curve: only runs that trained can be drawn"):
         plot_training_curves([Result("measured", "mirrored", 2, 64, Summary(0.1, 640.0))])
+    with raises_input("results", "[]", "at least one Result"):
+        plot_training_curves([])
+    with raises_input("labels", "['a', 'b']", "one label per result (1)"):
+        plot_training_curves([Result("measured", "mirrored", 2, 64, Summary(0.1, 640.0))], labels=["a", "b"])
 
 
 # ---------------------------------------------------------------- staleness
@@ -214,12 +232,21 @@ def test_staleness_histogram_counts_every_update_and_overlays_the_expectation():
 
 def test_staleness_rejects_bad_input():
     log = asyncps.simulate_async(3, 30, seed=0)
-    with pytest.raises(ValueError, match="compute_mean_s"):
+    with raises_input("compute_mean_s", "[1.0, 2.0]", "or a list of 3 (one per worker), each > 0 seconds"):
         plot_staleness(log.to_staleness(), num_workers=3, compute_mean_s=[1.0, 2.0])
-    with pytest.raises(ValueError, match="worker ids"):
+    with raises_input("compute_mean_s[2]", "0.0", "a finite number > 0 (seconds)"):
+        plot_staleness(log.to_staleness(), num_workers=3, compute_mean_s=[1.0, 2.0, 0.0])
+    with raises_input("num_workers", "2", "an integer >= 3 (more than the highest worker id in the record)"):
         plot_staleness(log.to_staleness(), num_workers=2)
-    with pytest.raises(ValueError, match="no staleness"):
+    with raises_input("item.num_replicas", "2", "an integer >= 3"):
+        plot_staleness(Result("simulated", "parameter_server", 2, 64, Summary(0.1, 640.0),
+                              staleness=log.to_staleness()))
+    with raises_input("item.staleness", "None", "a staleness record: only asynchronous runs have one"):
         plot_staleness(Result("simulated", "mirrored", 2, 64, Summary(0.1, 640.0)))
+    with raises_input("item.staleness", None, "a record of at least one applied update", problem="empty"):
+        plot_staleness(Staleness(np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    with raises_input("item", "3", "a Result of an asynchronous run, or its Staleness"):
+        plot_staleness(3)
 
 
 # ---------------------------------------------------------------- predicted vs measured
@@ -244,12 +271,20 @@ def test_scatter_has_identity_line_band_and_a_point_per_pair():
 def test_scatter_metrics_are_summary_fields_and_bad_input_is_named():
     assert set(SCATTER_METRICS) <= set(Summary.__dataclass_fields__)
     r = Result("predicted", "mirrored", 1, 64, Summary(0.1, 640.0))
-    with pytest.raises(ValueError, match="metric"):
+    with raises_input("metric", "'loss'", f"one of {tuple(SCATTER_METRICS)}"):
         plot_predicted_vs_measured([r], [r], metric="loss")
-    with pytest.raises(ValueError, match="equal length"):
+    with raises_input("measured", None, "one result per prediction (2)", problem="1 results"):
         plot_predicted_vs_measured([r, r], [r])
-    with pytest.raises(ValueError, match="no speedup"):
+    with raises_input("predicted[0].summary.speedup", "None", "a finite number: pick a metric every result reports"):
         plot_predicted_vs_measured([r], [r], metric="speedup")
+    with raises_input("band", "0", "a finite number > 0 and <= 1 (a fraction: 0.2 means ±20 %)"):
+        plot_predicted_vs_measured([r], [r], band=0)
+    with raises_input("predicted", "[]", "at least one Result"):
+        plot_predicted_vs_measured([], [])
+    with raises_input("measured[0]", "'r'", "a Result"):
+        plot_predicted_vs_measured([r], ["r"])
+    with raises_input("labels", "['a', 'b']", "one label per pair (1)"):
+        plot_predicted_vs_measured([r], [r], labels=["a", "b"])
 
 
 # ---------------------------------------------------------------- sharding
@@ -278,8 +313,12 @@ def test_sharding_diagram_picks_first_and_last_steps_of_long_epochs():
     fig = plot_sharding(1000, 64, num_workers=1, replicas_per_worker=2)
     titles = [ax.get_title().split(":")[0] for ax in fig.axes[:-1]]
     assert titles == ["step 0", "step 1", "step 2", "step 13", "step 14", "step 15"]
-    with pytest.raises(ValueError, match="steps"):
+    with raises_input("steps[0]", "7", "an integer >= 0 and <= 2 (this epoch has 3 steps)"):
         plot_sharding(22, 8, steps=[7])
+    with raises_input("steps", "[]", "a non-empty list of step numbers from 0 to 2"):
+        plot_sharding(22, 8, steps=[])
+    with raises_input("global_batch", "30", "at most num_examples=22 with drop_remainder=True"):
+        plot_sharding(22, 30, drop_remainder=True)
 
 
 # ---------------------------------------------------------------- schedules
@@ -324,8 +363,14 @@ def test_schedule_step_draws_one_arrow_per_sender_receiver_pair():
     assert "step 1 of 6" in ax.get_title()
     cells = [c for c in ax.collections if isinstance(c, PatchCollection)][0]
     assert cells.get_array().tolist() == holdings(schedule)[1].sum(axis=2).ravel().tolist()
-    with pytest.raises(ValueError, match="step"):
+    with raises_input("step", "6", "an integer >= 0 and <= 5 (a step of the schedule, from 0)"):
         ScheduleDrawing(schedule, fig.axes[0]).show_step(6)
+    with raises_input("schedule.num_ranks", "33", "at most 32 in a drawing (the schedule itself has no limit)"):
+        plot_schedule_step(build_schedule("ring", 33, 1000))
+    with raises_input("schedule.num_steps", "0", "at least 1 transfer step to draw"):
+        plot_schedule_step(build_schedule("ring", 1, 1000))
+    with raises_input("schedule", "'ring'", "a Schedule"):
+        plot_schedule_step("ring")
 
 
 def test_save_animation_skips_formats_without_a_writer(tmp_path):
@@ -333,7 +378,7 @@ def test_save_animation_skips_formats_without_a_writer(tmp_path):
     mp4 = save_animation(anim, tmp_path / "ring.mp4", dpi=25)
     assert (mp4 is not None) == animation_writer_available("x.mp4")
     assert (tmp_path / "ring.mp4").exists() == (mp4 is not None)
-    with pytest.raises(ValueError, match="suffixes"):
+    with raises_input("path", repr(str(tmp_path / "ring.avi")), "a file name ending in one of ('.gif', '.mp4')"):
         save_animation(anim, tmp_path / "ring.avi")
     save_animation(anim, tmp_path / "ring.gif", dpi=25)  # renders it, so matplotlib does not warn
 
@@ -359,8 +404,12 @@ def test_scaling_curves_plot_each_series_with_ideal_line():
     np.testing.assert_allclose(slow.get_ydata(), [1 / (1 + 0.3 * (n - 1)) for n in (1, 2, 4, 8)])
     assert ax_s.get_xlabel() == "devices (replicas)"
     assert ax_e.get_ylabel() == "scaling efficiency (speedup / devices)"
-    with pytest.raises(ValueError, match="no speedup"):
+    with raises_input("predicted['x'][0].summary.speedup", "None", "a finite number > 0 (relative to one device"):
         plot_scaling({"x": [Result("predicted", "mirrored", 2, 64, Summary(1.0, 1.0))]})
+    with raises_input("predicted", "{}", "at least one series (legend label -> results), here or in measured"):
+        plot_scaling({})
+    with raises_input("measured", "[1, 2]", "a mapping of legend label -> results"):
+        plot_scaling({"x": []}, [1, 2])
 
 
 def test_cost_breakdown_stacks_per_kind_seconds_per_step():
@@ -403,6 +452,21 @@ def test_cost_breakdown_of_a_prediction_adds_up_to_its_mean_step():
         float(np.mean(async_run.trace.end_s[computes] - async_run.trace.start_s[computes])), rel=1e-9)
     fig = plot_cost_breakdown([sync, async_run], labels=["mirrored x4", "PS async x3"])
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["mirrored x4", "PS async x3"]
+
+
+def test_cost_breakdown_names_the_run_it_cannot_read():
+    untraced = Result("measured", "mirrored", 2, 64, Summary(0.1, 640.0))
+    with raises_input("result.trace", "None", "a recorded trace (the cost breakdown is read from it)"):
+        cost_per_step(untraced)
+    idle = Result("measured", "mirrored", 1, 64, Summary(0.1, 640.0),
+                  trace=Trace.from_events([Event("gpu0", "idle", 0.0, 1.0, 0)]))
+    with raises_input("result.trace", None, "a trace in which some device computes",
+                      problem="no compute event among its 1 events"):
+        cost_per_step(idle)
+    with raises_input("results[1].trace", "None", "a recorded trace"):
+        plot_cost_breakdown([dataclasses.replace(idle, trace=sync_trace()), untraced])
+    with raises_input("results", "[]", "at least one Result"):
+        plot_cost_breakdown([])
 
 
 def test_timeline_of_a_prediction_draws_comm_streams_in_their_device_rows():

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from input_errors import raises_input
 
 from distsim.mechanics import collectives
 from distsim.mechanics.reduceplan import compile_schedule
@@ -51,8 +52,52 @@ def test_ring_plan_shape_and_depth():
 def test_plan_rejects_wrong_shape():
     schedule = collectives.build_schedule("tree", 4, 80)
     plan = compile_schedule(schedule, chunk_element_bounds(schedule, 10))
-    with pytest.raises(ValueError, match="this plan reduces \\(4, 10\\)"):
+    with raises_input("grads.shape", "(3, 10)", "(4, 10): one row of 10 gradient values per rank of this plan"):
         plan.reduce(np.zeros((3, 10)))
+    with raises_input("grads.shape", "(40,)", "(4, 10)"):
+        plan.reduce(np.zeros(40))
+
+
+T = collectives.Transfer
+
+
+def _two_ranks(*transfers, result_ranks=(0, 1)):
+    """A hand-made 2-rank, 1-chunk schedule: rank 1 sends its gradient to rank 0, which sends the sum back."""
+    transfers = transfers or (T(0, 1, 0, 0, 8, "reduce"), T(1, 0, 1, 0, 8, "copy"))
+    return collectives.Schedule("ring", 2, 1, transfers, 8, 2, result_ranks, (0, 0))
+
+
+def test_hand_made_schedule_runs():
+    plan = compile_schedule(_two_ranks(), np.array([0, 3]))
+    np.testing.assert_array_equal(plan.reduce(np.array([[1.0, 2, 3], [10, 20, 30]])), [11, 22, 33])
+
+
+@pytest.mark.parametrize(
+    "schedule, path, value, allowed",
+    [
+        (_two_ranks(T(0, 1, 0, 0, 8, "add")), "schedule.transfers[0].op", "'add'", "one of ('reduce', 'copy')"),
+        (_two_ranks(T(0, 1, 0, 0, 8, "reduce"), T(1, 0, 2, 0, 8, "copy")), "schedule.transfers[1].dst", "2",
+         "an integer >= 0 and <= 1 (a rank of the schedule)"),
+        (_two_ranks(T(0, -1, 0, 0, 8, "reduce")), "schedule.transfers[0].src", "-1", "a rank of the schedule"),
+        (_two_ranks(T(0, 1, 0, 1, 8, "reduce")), "schedule.transfers[0].chunk", "1",
+         "an integer >= 0 and <= 0 (a chunk of the schedule)"),
+        (_two_ranks(T(0, 1, 0, 0.0, 8, "reduce")), "schedule.transfers[0].chunk", "0.0", "a chunk of the schedule"),
+        (_two_ranks(result_ranks=(0, -1)), "schedule.result_ranks[1]", "-1", "a rank of the schedule"),
+        # Rank 2 is a server (it has no gradient of its own) that no transfer reaches: a
+        # hand-made schedule can leave a result rank without a value.
+        (collectives.Schedule("parameter_server", 3, 1, (T(0, 1, 0, 0, 8, "reduce"),), 8, 2, (0, 2), (0, 0, 0)),
+         "schedule.result_ranks", "(0, 2)", "ranks that end with every chunk; rank 2 never receives chunk 0"),
+    ],
+)
+def test_bad_hand_made_schedules_are_rejected(schedule, path, value, allowed):
+    with raises_input(path, value, allowed):
+        compile_schedule(schedule, np.array([0, 3]))
+
+
+@pytest.mark.parametrize("bounds", [[0, 3, 5], [1, 3], [3, 0], [0.0, 3.0]])
+def test_bad_chunk_bounds_are_rejected(bounds):
+    with raises_input("chunk_bounds", repr(bounds), "2 integer element offsets from 0, never decreasing"):
+        compile_schedule(_two_ranks(), bounds)
 
 
 def test_plan_detects_ranks_that_disagree():

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from input_errors import raises_input
 
 from distsim.engines import asyncps
 from distsim.datasets.mnist import mnist_subset
@@ -41,12 +42,16 @@ def test_async_scenario_replays_the_predicted_update_log(data):
 
 def test_workload_without_numpy_model_is_rejected():
     scn = make_scenario("v100", "resnet50_224", "mirrored", devices_per_worker=2, global_batch=64)
-    with pytest.raises(ValueError, match="has no NumPy model"):
+    with raises_input("workload.name", "'resnet50_224'", "a workload with a NumPy model, one of "
+                      "('mnist_mlp', 'mnist_small_cnn', 'mnist_softmax'), or pass model= explicitly"):
         model_for(scn)
+    with raises_input("scenario", "'mnist_mlp'", "a distsim.scenario.Scenario"):
+        model_for("mnist_mlp")
 
 
 def test_backup_workers_point_to_the_right_function(data):
     scn = make_scenario("gtx_1080_ti", "mnist_softmax", "mirrored", devices_per_worker=4, global_batch=64,
                         backup_workers=1)
-    with pytest.raises(ValueError, match="train_backup_sync"):
+    with raises_input("training.backup_workers", "1", "0: train_scenario runs plain synchronous steps (use "
+                      "distsim.numerics.asynctrain.train_backup_sync for backup workers)"):
         train_scenario(scn, data=data)

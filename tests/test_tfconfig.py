@@ -34,26 +34,39 @@ def test_valid_config_round_trips_from_json_string():
 @pytest.mark.parametrize(
     "config, fragment",
     [
-        ({"task": {"type": "worker", "index": 0}}, "no 'cluster'"),
-        (_cfg(TWO_WORKERS, "worker", 2), "out of range"),
-        (_cfg(TWO_WORKERS, "worker", -1), "out of range"),
-        (_cfg({"worker": ["localhost:20001", "localhost:20001"]}), "already used"),
+        ({"task": {"type": "worker", "index": 0}}, r"TF_CONFIG\.cluster=None; allowed: the whole cluster"),
+        (_cfg(TWO_WORKERS, "worker", 2), r"TF_CONFIG\.task\.index=2; allowed: 0\.\.1"),
+        (_cfg(TWO_WORKERS, "worker", -1), r"TF_CONFIG\.task\.index=-1; allowed: 0\.\.1"),
+        (_cfg({"worker": ["localhost:20001", "localhost:20001"]}), r"cluster\.worker\[1\]=.*already worker\[0\]'s"),
         # 127.0.0.1 and localhost are the same interface: still a duplicate.
-        (_cfg({"worker": ["localhost:20001"], "ps": ["127.0.0.1:20001"]}), "already used"),
-        (_cfg({"worker": ["localhost:20001"], "evaluator": ["localhost:20009"]}), "evaluator"),
-        (_cfg({"worker": ["localhost:20001", "10.0.0.7:20002"]}), "not on this machine"),
-        (_cfg(TWO_WORKERS, "ps", 0), "not a job of the cluster"),
-        (_cfg(TWO_WORKERS, "boss", 0), "unknown"),
-        (_cfg({"trainer": ["localhost:1"]}), "unknown"),
+        (_cfg({"worker": ["localhost:20001"], "ps": ["127.0.0.1:20001"]}), r"cluster\.ps\[0\]=.*already worker\[0\]'s"),
+        # Host names compare case-insensitively.
+        (_cfg({"worker": ["LOCALHOST:20001", "localhost:20001"]}), "already worker"),
+        (_cfg({"worker": ["localhost:20001"], "evaluator": ["localhost:20008", "localhost:20009"]}),
+         r"cluster\.evaluator=.*at most 1 evaluator"),
+        (_cfg({"worker": ["localhost:20001", "10.0.0.7:20002"]}), "an address on this machine"),
+        (_cfg(TWO_WORKERS, "ps", 0), r"TF_CONFIG\.task\.type='ps'; allowed: a job of the cluster"),
+        (_cfg(TWO_WORKERS, "boss", 0), r"task\.type='boss'; allowed: one of"),
+        (_cfg({"trainer": ["localhost:1"]}), r"TF_CONFIG\.cluster='trainer'; allowed: job names"),
         (_cfg({"worker": "localhost:20001"}), "non-empty list"),
         (_cfg({"worker": ["localhost"]}), "host:port"),
-        (_cfg({"worker": ["localhost:99999"]}), "1..65535"),
-        (_cfg({"chief": ["localhost:1", "localhost:2"], "worker": ["localhost:3"]}), "at most 1"),
-        (_cfg({"ps": ["localhost:1"]}, "ps", 0), "no 'worker'"),
-        ({"cluster": TWO_WORKERS}, "'task'"),
-        ({**_cfg(TWO_WORKERS), "extra": 1}, "unknown keys"),
+        (_cfg({"worker": ["localhost:99999"]}), "port 1..65535"),
+        (_cfg({"worker": ["localhost:0"]}), "port 1..65535"),
+        (_cfg({"worker": ["localhost:1_000"]}), r"worker\[0\]='localhost:1_000'"),
+        (_cfg({"worker": ["localhost:+80"]}), r"worker\[0\]='localhost:\+80'"),
+        (_cfg({"worker": ["my host:80"]}), r"worker\[0\]='my host:80'"),
+        (_cfg({"worker": ["http://x:80"]}), r"worker\[0\]='http://x:80'"),
+        (_cfg({"worker": ["-bad-:80"]}), "host:port"),
+        (_cfg({"worker": ["300.1.1.1:80"]}), "host:port"),
+        (_cfg({"worker": ["[::zz]:80"]}), "host:port"),
+        (_cfg({"chief": ["localhost:1", "localhost:2"], "worker": ["localhost:3"]}), "at most 1 chief"),
+        (_cfg({"ps": ["localhost:1"]}, "ps", 0), "a 'worker' job beside 'ps'"),
+        ({"cluster": TWO_WORKERS}, r"TF_CONFIG\.task=None"),
+        ({**_cfg(TWO_WORKERS), "extra": 1}, r"TF_CONFIG\.extra=1; allowed: no such key"),
+        ({**_cfg(TWO_WORKERS), "rpc_layer": 5}, r"TF_CONFIG\.rpc_layer=5; allowed: one of \('grpc'"),
+        ({**_cfg(TWO_WORKERS), "environment": "mars"}, r"TF_CONFIG\.environment='mars'"),
         ("{not json", "not valid JSON"),
-        ("[1, 2]", "JSON object"),
+        ("[1, 2]", "TF_CONFIG=\\[1, 2\\]; allowed: a JSON object"),
     ],
 )
 def test_malformed_configs_are_rejected_with_a_clear_message(config, fragment):
@@ -71,6 +84,24 @@ def test_remote_addresses_are_fine_outside_localhost_mode():
 def test_evaluator_task_outside_the_cluster_is_allowed():
     cfg = validate_tf_config(_cfg(TWO_WORKERS, "evaluator", 0))
     assert task_name(cfg) == "evaluator0" and not is_chief(cfg)
+
+
+def test_one_evaluator_inside_the_cluster_is_allowed_as_in_tensorflow():
+    # TF 2.21's multi_worker_util._validate_cluster_spec: "There must be at most one 'evaluator' job".
+    cluster = {**TWO_WORKERS, "evaluator": ["localhost:20009"]}
+    cfg = validate_tf_config(_cfg(cluster, "evaluator", 0), localhost_only=True)
+    assert cfg["cluster"]["evaluator"] == ["localhost:20009"]
+    assert [task_name(c) for c in build_tf_configs(cluster)] == ["worker0", "worker1", "evaluator0"]
+
+
+def test_remote_host_names_compare_case_insensitively():
+    with pytest.raises(TFConfigError, match=r"worker\[1\]='node-a:2222'; allowed: an address no other task uses"):
+        validate_tf_config(_cfg({"worker": ["Node-A:2222", "node-a:2222"]}))
+
+
+def test_well_formed_addresses_are_accepted():
+    cluster = {"worker": ["node-1.example.com:2222", "10.0.0.7:2222", "[fe80::1]:2222", "Node-2:65535"]}
+    assert validate_tf_config(_cfg(cluster))["cluster"] == cluster
 
 
 def test_chief_rule():

@@ -220,7 +220,7 @@ def test_variables_share_above_the_dispatch_is_refused():
         _cpu(2, dispatch=1e-3, variable=2e-3)
     # In a sweep each value alone is valid; one grid point pairs them badly.
     over = {"cluster.device.replica_dispatch_s": [1e-3, 1e-4], "cluster.device.replica_variable_s": [0.0, 5e-4]}
-    with pytest.raises(ValueError, match=r"replica_variable_s=0\.0005; allowed: <= cluster\.device\.replica_disp"):
+    with pytest.raises(ValueError, match=r"cluster\.device\.replica_variable_s=0\.0005; allowed: <= replica_dispatch_s=0\.0001"):
         sweep(_cpu(2, dispatch=1e-3), over)
 
 

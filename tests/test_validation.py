@@ -3,12 +3,14 @@ single-device column plus presets and stated assumptions (one calibrated
 number per hardware setup, nothing fitted per cell)."""
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from input_errors import edited_json_file, raises_input
 
-from distsim.published.reference import calibrate, compare, load_tables
+from distsim.published.reference import calibrate, cell_scenario, compare, load_tables, reference_dir
 from distsim.scenario import Scenario
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,3 +73,41 @@ def test_seed_example_scenarios_carry_the_calibrated_value(name, table_id, compa
     scn = Scenario.load(REPO / "examples" / "scenarios" / name)
     # The example files store the value rounded to 7 decimals (0.1 us).
     assert scn.workload.compute_s_per_sample == pytest.approx(s, abs=1e-7)
+
+
+@pytest.mark.parametrize(
+    "edit, path, value, allowed",
+    [
+        (lambda d: d.update(schema_version=2), "schema_version", "2", "1 (the reference-table format"),
+        (lambda d: d.pop("source"), "source", "None", "a value (this field is required)"),
+        (lambda d: d.update(tables={}), "tables", "{}", "a list of tables"),
+        (lambda d: d["tables"][0].pop("datasets"), "tables[0].datasets", "None", "a value (this field is required)"),
+        (lambda d: d["tables"][1]["columns"][2].update(strategy="horovod"), "tables[1].columns[2].strategy",
+         "'horovod'", "one of ('default', 'one_device', 'mirrored'"),
+        (lambda d: d["tables"][0]["columns"][1].update(global_batch=0), "tables[0].columns[1].global_batch", "0",
+         "an integer >= 1"),
+        (lambda d: d["tables"][0]["published"]["tf_flowers"].append(9), "tables[0].published.tf_flowers",
+         "[22, 7, 5, 9]", "one number per column (3)"),
+        (lambda d: d["tables"][0]["published"]["tf_flowers"].__setitem__(1, -7), "tables[0].published.tf_flowers[1]",
+         "-7", "a finite number > 0 (seconds)"),
+        (lambda d: d["tables"][0]["datasets"].pop("tf_flowers"), "tables[0].datasets", "{'cats_vs_dogs': 23262}",
+         "the size of every published dataset (missing ['tf_flowers'])"),
+        (lambda d: d["tables"][0]["setup"].update(cluster_size=4), "tables[0].setup.cluster_size", "4",
+         "no such field here"),
+    ],
+)
+def test_a_broken_reference_file_names_the_file_and_field(tmp_path, edit, path, value, allowed):
+    data = json.loads((reference_dir() / "source001_tables.json").read_text())
+    file = edited_json_file(tmp_path, data, edit, "tables.json")
+    with raises_input(f"{file}.{path}", value, allowed):
+        load_tables(file)
+
+
+def test_cells_outside_the_table_are_rejected():
+    table = TABLES[0]
+    with raises_input("column", "3", "an integer >= 0 and <= 2 (a column of the table)"):
+        cell_scenario(table, 3, "tf_flowers", 1e-3)
+    with raises_input("dataset", "'mnist'", "one of ('cats_vs_dogs', 'tf_flowers')"):
+        cell_scenario(table, 0, "mnist", 1e-3)
+    with raises_input("workload.compute_s_per_sample", "-0.001", "a finite number > 0 (seconds)"):
+        cell_scenario(table, 0, "tf_flowers", -1e-3)

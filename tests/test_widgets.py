@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+from input_errors import raises_input
 
 from distsim.mechanics.collectives import build_schedule
 from distsim.views.plots.style import new_figure
@@ -17,6 +18,7 @@ from distsim.views.plots.timeline import _RGBA, TimelineDrawing, event_styles
 from distsim.engines import predict, sweep
 from distsim.scenario import Scenario, make_scenario
 from distsim.results.trace import Event, Trace
+from distsim.validation import InputError
 from distsim.views.widgets import (
     METRICS,
     SchedulePlayer,
@@ -186,9 +188,13 @@ def test_fields_without_controls_and_custom_hardware_survive_a_round_trip(lab):
 
 
 @pytest.mark.parametrize("text,message", [
-    ("{not json", "not valid JSON"),
-    (json.dumps({**default_scenario().to_dict(), "schema_version": 99}), "schema_version"),
-    (json.dumps(make_scenario(devices_per_worker=16).to_dict()), "devices_per_worker=16"),
+    ("{not json", "text: not valid JSON (Expecting property name enclosed in double quotes at line 1 column 2); "
+                  "allowed: a scenario in valid JSON"),
+    (json.dumps({**default_scenario().to_dict(), "schema_version": 99}),
+     "schema_version=99; allowed: 1 (this distsim's scenario format)"),
+    (json.dumps(make_scenario(devices_per_worker=16).to_dict()),
+     "cluster.devices_per_worker=16; allowed: 1..8 (the dashboard's range; predict() takes any valid scenario)"),
+    (json.dumps(make_scenario(steps=500).to_dict()), "training.steps=500; allowed: 1..50 (the dashboard's range"),
 ])
 def test_bad_scenario_text_is_refused_with_a_message_and_changes_nothing(lab, text, message):
     before = lab.scenario
@@ -196,8 +202,13 @@ def test_bad_scenario_text_is_refused_with_a_message_and_changes_nothing(lab, te
     lab.load_button.click()
     assert "Not loaded" in lab.share_message.value and message in html.unescape(lab.share_message.value)
     assert lab.scenario == before
-    with pytest.raises(ValueError, match=re.escape(message)):
+    with pytest.raises(InputError, match="^" + re.escape(message)):
         lab.load_json(text)
+
+
+def test_load_refuses_what_is_not_a_scenario(lab):
+    with raises_input("scenario", "{'cluster': 1}", "a Scenario"):
+        lab.load({"cluster": 1})
 
 
 def test_upload_loads_a_scenario_file(lab):
@@ -232,7 +243,8 @@ def test_format_metric_and_table():
     assert format_metric("speedup", 3.456) == "3.46×"
     assert format_metric("efficiency", 0.5) == "50.0%"
     assert format_metric("mean_staleness", None) == "—"
-    with pytest.raises(ValueError, match="metric key"):
+    with raises_input("key", "'loss'", "one of ('step_time_s', 'throughput_samples_per_s', 'speedup', "
+                      "'efficiency', 'comm_fraction', 'mean_staleness')"):
         format_metric("loss", 1.0)
     summary = predict(default_scenario()).summary
     table = metrics_html(summary)
@@ -247,6 +259,8 @@ def test_schedule_player_slider_shows_that_step():
     player.slider.value = 4
     assert "step 4 of 6" in player.drawing.ax.get_title()
     assert bytes(player.image.value).startswith(PNG_MAGIC) and bytes(player.image.value) != first
+    with raises_input("step", "7", "an integer >= 1 and <= 6 (1-based, as on the slider)"):
+        player.show(7)
 
 
 def test_raster_timeline_paints_each_event_in_its_colour():

@@ -1,5 +1,5 @@
 """``python -m distsim``: the simulator from the command line."""
 
-from distsim.cli.commands import build_parser, collect_info, main, run_command
+from distsim.cli.commands import OneLineParser, build_parser, collect_info, main, run_command
 
-__all__ = ["build_parser", "collect_info", "main", "run_command"]
+__all__ = ["OneLineParser", "build_parser", "collect_info", "main", "run_command"]

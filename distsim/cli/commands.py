@@ -15,6 +15,7 @@ import platform
 import sys
 
 from distsim import __version__
+from distsim.validation import InputError
 from distsim.datasets.mnist import MNIST_SHA256, REGENERATE_HINT, default_mnist_path, file_sha256, tfds_data_dir
 
 #: Packages whose versions ``info`` reports (distribution names).
@@ -86,10 +87,16 @@ def _summary_rows(result) -> list[tuple[str, str]]:
         ("mode / prefetch", f"{result.meta.get('mode', '-')} / {result.meta.get('prefetch', '-')}"),
         ("step time", f"{s.step_time_s * 1e3:.3f} ms"),
         ("throughput", f"{s.throughput_samples_per_s:,.1f} examples/s"),
-        ("speedup vs 1 device", f"{s.speedup:.3f}"),
-        ("scaling efficiency", f"{s.efficiency:.1%}"),
+        ("speedup, weak scaling", f"{s.speedup:.3f} x one device running one replica's batch "
+                                  f"({result.scenario.per_replica_batch} examples)"),
+        ("speedup, strong scaling", f"{s.strong_speedup:.3f} x one device running the global batch "
+                                    f"({result.global_batch} examples)"),
+        ("scaling efficiency", f"{s.efficiency:.1%} (weak speedup / replicas)"),
         ("exposed communication", f"{s.comm_fraction:.1%} of a step"),
+        ("steps per epoch", f"{s.steps_per_epoch:,}"),
         ("epoch time", f"{s.epoch_time_s:.2f} s"),
+        ("memory per replica", f"{s.memory_bytes_per_replica / 1e6:,.1f} MB of "
+                               f"{result.scenario.cluster.device.memory_bytes / 1e9:,.1f} GB (a lower bound)"),
     ]
     if s.mean_staleness is not None:
         rows.append(("mean staleness", f"{s.mean_staleness:.2f} updates"))
@@ -130,11 +137,11 @@ def _parse_value(text: str):
     return {"true": True, "false": False, "null": None}.get(text.lower(), text)
 
 
-def _int_list(text: str) -> list[int]:
+def _int_list(option: str, text: str) -> list[int]:
     try:
         return [int(v) for v in text.split(",")]
     except ValueError:
-        raise ValueError(f"{text!r} is not a comma-separated list of integers") from None
+        raise InputError(option, text, "a comma-separated list of integers, e.g. 1,2,4,8") from None
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -144,14 +151,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     scenario = Scenario.load(args.scenario)
     over: dict[str, list] = {}
     if args.workers:
-        over["cluster.num_workers"] = _int_list(args.workers)
+        over["cluster.num_workers"] = _int_list("--workers", args.workers)
     if args.devices or not args.workers:
         default = "1,2,4,8" if scenario.cluster.num_workers == 1 else str(scenario.cluster.devices_per_worker)
-        over["cluster.devices_per_worker"] = _int_list(args.devices or default)
+        over["cluster.devices_per_worker"] = _int_list("--devices", args.devices or default)
     for item in args.set or []:
         path, sep, values = item.partition("=")
         if not sep or not values:
-            raise ValueError(f"--set {item!r}; allowed: PATH=V1,V2,... e.g. training.global_batch=64,256")
+            raise InputError("--set", item, "PATH=V1,V2,... e.g. training.global_batch=64,256")
         over[path] = [_parse_value(v) for v in values.split(",")]
     table = sweep(scenario, over)
     if args.json:
@@ -161,8 +168,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line (``error: ...``, exit 2)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m distsim",
         description="Simulate, run and compare data-parallel training with tf.distribute.",
     )
@@ -190,11 +204,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_command(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
-    """Parse ``argv`` and run the chosen ``cmd_*``; bad input becomes ``error: ...`` and exit code 2."""
+    """Parse ``argv`` and run the chosen ``cmd_*``; bad input (an
+    :class:`InputError`) becomes one ``error: ...`` line and exit code 2."""
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as exc:
+    except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

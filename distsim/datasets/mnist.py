@@ -30,7 +30,7 @@ import numpy as np
 
 from distsim.validation import InputError, Integer, MissingFileError, Optional
 
-#: SHA-256 of the committed ``data/mnist.npz`` (printed by ``data/make_mnist.py``).
+#: SHA-256 of the committed ``distsim/datasets/mnist.npz`` (printed by ``data/make_mnist.py``).
 MNIST_SHA256 = "06af5dfe73b70e3bc1c36439982b18a8d76803db9b544f6fdf838a37fbb01b64"
 
 REGENERATE_HINT = ("regenerate it with 'python data/make_mnist.py' from the repository root, "
@@ -177,7 +177,7 @@ def build_tfds_mnist(data_dir: str | Path | None = None) -> Path:
     mnist = load_mnist()
 
     class OfflineMnist(MNIST, skip_registration=True):
-        """The official builder, fed from ``data/mnist.npz`` instead of the web."""
+        """The official builder, fed from the verified ``mnist.npz`` instead of the web."""
 
         name = "mnist"
 

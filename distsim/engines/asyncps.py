@@ -42,9 +42,22 @@ import numpy as np
 
 from distsim.mechanics import stragglers
 from distsim.results.result import Staleness
+from distsim.scenario import limits
+from distsim.validation import Boolean, InputError, Integer, Number, OneOf, Optional
 
 DISTRIBUTIONS = stragglers.DISTRIBUTIONS
 ENGINES: tuple[str, ...] = ("auto", "vectorized", "events")
+#: Updates one simulation may apply. Measured on this 2-core machine: the
+#: event queue applies about 0.5 million a second (5 million: about 10 s); the
+#: vectorized engine about 1.4 million a second, its peak memory near 200 bytes
+#: an update (5 million: about 4 s and 1 GB). A scenario's own bound
+#: (``limits.MAX_ASYNC_UPDATES``) is lower: ``predict`` also builds a trace.
+MAX_UPDATES = 5_000_000
+
+_WORKERS = Integer(1, limits.MAX_WORKERS)
+_SECONDS = Number(0, unit="seconds")
+_MEAN_S = Number(0, low_open=True, unit="seconds")
+_BANDWIDTH = Number(0, low_open=True, unit="bytes/s")
 
 
 @dataclass
@@ -104,28 +117,19 @@ def expected_staleness_exponential(compute_mean_s) -> np.ndarray:
     return (mu.sum() - mu) / mu
 
 
-def _check_params(num_workers, num_updates, means, distribution, sigma, push_s, pull_s, ps_service_s, engine):
-    if isinstance(num_workers, bool) or not isinstance(num_workers, (int, np.integer)) or num_workers < 1:
-        raise ValueError(f"num_workers={num_workers!r}; allowed: an integer >= 1")
-    if isinstance(num_updates, bool) or not isinstance(num_updates, (int, np.integer)) or num_updates < 1:
-        raise ValueError(f"num_updates={num_updates!r}; allowed: an integer >= 1")
-    if means.shape != (num_workers,):
-        raise ValueError(
-            f"compute_mean_s has shape {means.shape}; allowed: a scalar or one value per worker ({num_workers})"
-        )
-    if not np.all(means > 0) or not np.all(np.isfinite(means)):
-        raise ValueError(f"compute_mean_s={means.tolist()!r}; allowed: finite values > 0 seconds")
-    stragglers.check_distribution(distribution, sigma)
-    for name, value in (("push_s", push_s), ("pull_s", pull_s), ("ps_service_s", ps_service_s)):
-        if not (value >= 0 and np.isfinite(value)):
-            raise ValueError(f"{name}={value!r}; allowed: a finite number >= 0 seconds")
-    if engine not in ENGINES:
-        raise ValueError(f"engine={engine!r}; allowed: {ENGINES}")
-    if engine == "vectorized" and ps_service_s > 0:
-        raise ValueError(
-            f"engine='vectorized' with ps_service_s={ps_service_s}; allowed: ps_service_s == 0 "
-            "(PS contention needs engine='events' or 'auto')"
-        )
+def worker_means_s(num_workers: int, compute_mean_s, path: str = "compute_mean_s") -> np.ndarray:
+    """Each worker's mean compute time, seconds: ``compute_mean_s`` is one
+    number for every worker or a sequence of one per worker, each finite and > 0.
+
+    Raises:
+        InputError: at ``path`` (``path[i]`` for a bad element).
+    """
+    if not isinstance(compute_mean_s, (list, tuple, np.ndarray)) or np.ndim(compute_mean_s) == 0:
+        return np.full(num_workers, _MEAN_S(path, compute_mean_s), dtype=float)
+    if len(compute_mean_s) != num_workers:
+        raise InputError(path, compute_mean_s, f"one number for every worker, or a list of {num_workers} (one per "
+                         "worker), each > 0 seconds")
+    return np.array([_MEAN_S(f"{path}[{i}]", v) for i, v in enumerate(compute_mean_s)], dtype=float)
 
 
 class _ComputeTimes:
@@ -185,14 +189,19 @@ def simulate_async(
         engine: ``"auto"`` (vectorized unless there is PS contention),
             ``"vectorized"`` or ``"events"``.
     """
-    means = np.asarray(compute_mean_s, dtype=float)
-    if means.ndim == 0 and isinstance(num_workers, (int, np.integer)) and num_workers >= 1:
-        means = np.full(num_workers, float(means))
-    _check_params(
-        num_workers, num_updates, means, distribution, sigma, push_s, pull_s, ps_service_s, engine
-    )
-    if not (0 <= ps_request_s <= ps_service_s):
-        raise ValueError(f"ps_request_s={ps_request_s!r}; allowed: 0..ps_service_s={ps_service_s!r} seconds")
+    num_workers = _WORKERS("num_workers", num_workers)
+    num_updates = Integer(1, MAX_UPDATES)("num_updates", num_updates)
+    means = worker_means_s(num_workers, compute_mean_s)
+    distribution = stragglers.DISTRIBUTION("distribution", distribution)
+    sigma = stragglers.SIGMA("sigma", sigma)
+    push_s, pull_s, ps_service_s = (_SECONDS(name, value) for name, value in
+                                    (("push_s", push_s), ("pull_s", pull_s), ("ps_service_s", ps_service_s)))
+    engine = OneOf(ENGINES)("engine", engine)
+    if engine == "vectorized" and ps_service_s > 0:
+        raise InputError("ps_service_s", ps_service_s,
+                         "0 with engine='vectorized' (PS contention needs engine='events' or 'auto')")
+    duplex = Boolean()("duplex", duplex)
+    ps_request_s = Number(0, ps_service_s, unit="seconds, at most ps_service_s")("ps_request_s", ps_request_s)
     draws = _ComputeTimes(means, distribution, sigma, seed)
     if engine == "events" or (engine == "auto" and ps_service_s > 0):
         return _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s,
@@ -211,16 +220,11 @@ def link_times_s(
     from a message size and links: a transfer takes ``latency + n / B_worker``
     when the PS is idle, and occupies each of the ``k`` PS shards for
     ``(n / k) / B_ps`` (no contention when ``ps_bandwidth_Bps`` is None)."""
-    if not message_bytes >= 0:
-        raise ValueError(f"message_bytes={message_bytes!r}; allowed: >= 0")
-    if not bandwidth_Bps > 0:
-        raise ValueError(f"bandwidth_Bps={bandwidth_Bps!r}; allowed: > 0 bytes/s")
-    if not latency_s >= 0:
-        raise ValueError(f"latency_s={latency_s!r}; allowed: >= 0 seconds")
-    if isinstance(num_shards, bool) or not isinstance(num_shards, (int, np.integer)) or num_shards < 1:
-        raise ValueError(f"num_shards={num_shards!r}; allowed: an integer >= 1")
-    if ps_bandwidth_Bps is not None and not ps_bandwidth_Bps > 0:
-        raise ValueError(f"ps_bandwidth_Bps={ps_bandwidth_Bps!r}; allowed: > 0 bytes/s or None")
+    message_bytes = Number(0, unit="bytes")("message_bytes", message_bytes)
+    bandwidth_Bps = _BANDWIDTH("bandwidth_Bps", bandwidth_Bps)
+    latency_s = _SECONDS("latency_s", latency_s)
+    num_shards = Integer(1)("num_shards", num_shards)
+    ps_bandwidth_Bps = Optional(_BANDWIDTH, "no PS contention")("ps_bandwidth_Bps", ps_bandwidth_Bps)
     link = latency_s + message_bytes / bandwidth_Bps
     service = 0.0 if ps_bandwidth_Bps is None else message_bytes / num_shards / ps_bandwidth_Bps
     return {"push_s": link, "pull_s": link, "ps_service_s": service}

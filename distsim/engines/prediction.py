@@ -5,9 +5,12 @@ or the asynchronous parameter-server simulation (:mod:`distsim.engines.asyncps`)
 and returns a :class:`~distsim.results.result.Result` with
 ``source="predicted"``: the same type real runs produce.
 
-Speedup is throughput relative to one device of the same kind running one
-replica's batch with the same input pipeline (weak scaling); efficiency is
-speedup divided by the number of replicas.
+Two speedups, both throughput relative to one device of the same kind with
+the same input pipeline: ``speedup`` (weak scaling) against that device
+running one replica's batch, ``strong_speedup`` against it running the whole
+global batch. Efficiency is the weak speedup divided by the number of
+replicas. A scenario whose replica does not fit in device memory
+(:mod:`distsim.mechanics.memory`) is an error.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from distsim.engines import asyncps, timing
+from distsim.mechanics import memory
 from distsim.results.result import Result, Summary
 from distsim.scenario import Scenario
 from distsim.mechanics.strategies import StrategyPlan, plan
 from distsim.results.trace import EVENT_KINDS, Trace
+from distsim.validation import InputError
 
 def predict(scenario: Scenario) -> Result:
     """Predict one scenario: timeline (or async simulation) and summary."""
@@ -42,22 +47,38 @@ def _meta(scenario: Scenario, plan_: StrategyPlan) -> dict[str, str]:
     }
 
 
+def check_fits(footprint: memory.Footprint) -> None:
+    """Raise at ``cluster.device.memory_bytes`` when a replica does not fit."""
+    if not bool(np.all(footprint.fits)):
+        i = int(np.flatnonzero(~np.asarray(footprint.fits).ravel())[0]) if np.ndim(footprint.fits) else 0
+        capacity = float(np.asarray(footprint.capacity_bytes).ravel()[i] if np.ndim(footprint.capacity_bytes)
+                         else footprint.capacity_bytes)
+        total = float(np.asarray(footprint.total_bytes).ravel()[i] if np.ndim(footprint.total_bytes)
+                      else footprint.total_bytes)
+        raise InputError("cluster.device.memory_bytes", capacity,
+                         f">= {total:.3g} bytes: one replica needs {footprint.describe(i)}, so it does not fit by "
+                         f"{total - capacity:.3g} bytes (a lower bound; see distsim.mechanics.memory). Use a smaller "
+                         "per-replica batch, a device with more memory, or a smaller model")
+
+
 def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
     t = scenario.training
     p = timing.model_params(scenario)
     kind, policy = scenario.cluster.device.kind, t.shard_policy
+    footprint = memory.footprint(p, scenario.strategy.name, scenario.per_replica_batch)
+    check_fits(footprint)
     timeline = timing.simulate(scenario)
     model = timing.step_model(p, plan_, kind, policy)
     steps = timeline.step_times_s
     full = (timeline.global_examples == t.global_batch) & ~timeline.epoch_start
     mean_full = float(np.mean(steps[full])) if full.any() else float(model.step_time_s)
-    # The epoch: the model's fill and partial step, the simulated full steps (stragglers included).
-    n_full, _ = timing.epoch_plan(p)
-    epoch = float(model.epoch_time_s) + float(n_full) * (mean_full - float(model.step_time_s))
-    step_time = float(np.median(steps[full])) if full.any() else float(np.median(steps))
+    # The epoch: the model's fill and final step, the simulated full steps (stragglers included).
+    epoch = float(model.epoch_time_s) + float(model.steps_per_epoch - 1) * (mean_full - float(model.step_time_s))
+    # An epoch of one or two steps may have no full step outside an epoch's start: use the model's.
+    step_time = float(np.median(steps[full])) if full.any() else float(model.step_time_s)
     throughput = t.global_batch / step_time
     speedup = throughput / float(model.baseline_throughput_samples_per_s)
-    exposed = float(np.median(timeline.exposed_comm_s[full])) if full.any() else float(np.median(timeline.exposed_comm_s))
+    exposed = float(np.median(timeline.exposed_comm_s[full])) if full.any() else float(model.exposed_comm_s)
     summary = Summary(
         step_time_s=step_time,
         throughput_samples_per_s=throughput,
@@ -65,6 +86,9 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
         efficiency=speedup / scenario.num_replicas,
         comm_fraction=exposed / step_time,
         epoch_time_s=epoch,
+        strong_speedup=throughput / float(model.strong_baseline_throughput_samples_per_s),
+        steps_per_epoch=int(model.steps_per_epoch),
+        memory_bytes_per_replica=float(footprint.total_bytes),
     )
     return Result(
         source="predicted",
@@ -166,11 +190,15 @@ def _ceil(a, b):
 def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]:
     """The asynchronous update log of ``scenario`` (``training.steps`` updates
     per worker) and the costs behind it."""
-    t = scenario.training
     p = timing.model_params(scenario)
-    costs = async_costs(p, plan(scenario), scenario.cluster.device.kind, t.shard_policy)
+    costs = async_costs(p, plan(scenario), scenario.cluster.device.kind, scenario.training.shard_policy)
+    return _update_log(scenario, costs), costs
+
+
+def _update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
+    t = scenario.training
     workers = scenario.num_replicas
-    log = asyncps.simulate_async(
+    return asyncps.simulate_async(
         workers,
         t.steps * workers,
         costs.worker_compute_s(workers),
@@ -183,15 +211,17 @@ def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]
         duplex=costs.duplex,
         ps_request_s=float(costs.ps_request_s),
     )
-    return log, costs
 
 
 def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
     t = scenario.training
     p = timing.model_params(scenario)
     kind = scenario.cluster.device.kind
+    costs = async_costs(p, plan_, kind, t.shard_policy)
+    footprint = memory.footprint(p, scenario.strategy.name, costs.worker_batch)
+    check_fits(footprint)
     workers = scenario.num_replicas
-    log, costs = simulate_updates(scenario)
+    log = _update_log(scenario, costs)
     rate = log.updates_per_s
     batch = float(costs.worker_batch)
     throughput = rate * batch
@@ -206,6 +236,9 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
         comm_fraction=float(costs.push_s + costs.pull_s) / cycle,
         epoch_time_s=scenario.workload.num_examples / throughput,
         mean_staleness=float(log.staleness.mean()),
+        strong_speedup=throughput / float(model.strong_baseline_throughput_samples_per_s),
+        steps_per_epoch=int(_ceil(scenario.workload.num_examples, batch)),
+        memory_bytes_per_replica=float(footprint.total_bytes),
     )
     return Result(
         source="predicted",

@@ -4,25 +4,34 @@
 :mod:`distsim.engines.timing` (and the PS throughput bound for asynchronous
 training) over the cartesian product of the values given, vectorised with
 NumPy, for speedup/efficiency tables and what-if plots. It uses the mean
-compute time (no straggler draws).
+compute time (no straggler draws), and the same epoch length and memory
+model as :func:`distsim.predict`.
 
-Speedup is throughput relative to one device of the same kind running one
-replica's batch with the same input pipeline (weak scaling); efficiency is
-speedup divided by the number of replicas.
+Every grid row is validated as a scenario would be: each value by its
+field's rule, and every row by the cross-field rules of
+:mod:`distsim.scenario.rules`, evaluated on whole columns at once. Rows whose
+replica does not fit in device memory are flagged (``fits`` = 0) and get
+NaN predictions.
+
+``speedup`` is weak scaling (against one device running one replica's
+batch), ``strong_speedup`` strong scaling (against one device running the
+global batch); ``efficiency`` is the weak speedup divided by the replicas.
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
 from distsim.engines import timing
 from distsim.engines.prediction import async_costs
+from distsim.mechanics import memory
 from distsim.mechanics.strategies import plan
-from distsim.scenario import Scenario
+from distsim.scenario import Scenario, limits, rules
+from distsim.scenario.paths import rule_at
+from distsim.validation import InputError
 
 #: Columns of a :class:`SweepTable` besides the swept fields.
 SWEEP_OUTPUTS: tuple[str, ...] = (
@@ -30,11 +39,17 @@ SWEEP_OUTPUTS: tuple[str, ...] = (
     "step_time_s",
     "throughput_samples_per_s",
     "speedup",
+    "strong_speedup",
     "efficiency",
     "comm_fraction",
     "epoch_time_s",
+    "steps_per_epoch",
+    "memory_bytes_per_replica",
+    "fits",
 )
 
+#: Fields that set the replica layout: evaluated per group, not as arrays.
+_GROUP_FIELDS = ("cluster.num_workers", "cluster.devices_per_worker")
 
 
 @dataclass
@@ -56,114 +71,116 @@ class SweepTable:
         return self.columns[name]
 
     def to_dict(self) -> dict:
-        return {"varied": list(self.varied), "columns": {k: np.asarray(v).tolist() for k, v in self.columns.items()}}
+        def plain(v):
+            return None if isinstance(v, float) and np.isnan(v) else v
+        return {"varied": list(self.varied),
+                "columns": {k: [plain(x) for x in np.asarray(v).tolist()] for k, v in self.columns.items()}}
 
     def to_text(self, max_rows: int = 200) -> str:
         """A fixed-width table (for the CLI)."""
         names = list(self.varied) + list(SWEEP_OUTPUTS)
         heads = [n.split(".")[-1] for n in names]
-        rows = []
-        for i in range(min(len(self), max_rows)):
-            rows.append([_fmt(self.columns[n][i]) for n in names])
+        rows = [[_fmt(self.columns[n][i]) for n in names] for i in range(min(len(self), max_rows))]
         widths = [max(len(h), *(len(r[j]) for r in rows)) if rows else len(h) for j, h in enumerate(heads)]
         lines = ["  ".join(h.rjust(w) for h, w in zip(heads, widths))]
         lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
         if len(self) > max_rows:
             lines.append(f"... {len(self) - max_rows} more rows")
+        if not np.all(self.columns["fits"]):
+            lines.append("rows with fits=0 need more device memory per replica than the device has: no prediction")
         return "\n".join(lines)
 
 
 def _fmt(v: Any) -> str:
-    if isinstance(v, (str, np.str_)):
+    if v is None or isinstance(v, (str, np.str_)):
         return str(v)
     v = float(v)
+    if np.isnan(v):
+        return "-"
     if v == int(v) and abs(v) < 1e9:
         return str(int(v))
     return f"{v:.4g}"
 
 
-_GROUP_FIELDS = ("cluster.num_workers", "cluster.devices_per_worker")
-
-
-def sweep(scenario: Scenario, over: dict[str, Sequence]) -> SweepTable:
+def sweep(scenario: Scenario, over: Mapping[str, Any]) -> SweepTable:
     """Predict every combination of the values in ``over`` (a cartesian grid).
 
     ``over`` maps scenario paths (as in :meth:`Scenario.replace`) to lists of
     values, e.g. ``{"cluster.devices_per_worker": [1, 2, 4, 8],
     "training.global_batch": [64, 256]}``. Numeric model fields are evaluated
     as arrays; other fields (strategy, presets, the replica layout) in groups.
-    Every value is validated the way a scenario validates it.
+
+    Raises:
+        InputError: a malformed ``over``, a value its field does not accept,
+            a grid row that breaks a cross-field rule, or more rows than
+            :data:`~distsim.scenario.limits.MAX_SWEEP_ROWS`.
     """
-    if not isinstance(over, dict) or not over:
-        raise ValueError(f"over={over!r}; allowed: a non-empty dict of scenario path -> list of values")
-    keys = list(over)
-    values = {}
-    for key in keys:
-        vals = list(over[key]) if not isinstance(over[key], (str, bytes)) else None
-        if not vals:
-            raise ValueError(f"over[{key!r}]={over[key]!r}; allowed: a non-empty list of values")
-        for v in _representatives(vals):
-            scenario.replace(key, v)  # validates the value the way a scenario does
-        values[key] = vals
+    keys, values = _checked_grid(scenario, over)
     numeric = [k for k in keys if k in timing.MODEL_FIELDS and k not in _GROUP_FIELDS and _all_numbers(values[k])]
     structural = [k for k in keys if k not in numeric]
-    grid = np.array(list(itertools.product(*(range(len(values[k])) for k in keys))), dtype=np.int64).reshape(-1, len(keys))
-    n = len(grid)
-    out = {name: np.zeros(n) for name in SWEEP_OUTPUTS}
+    for k in numeric:
+        rule = rule_at(scenario, k)
+        for v in np.unique(np.asarray(values[k], dtype=float)):
+            rule(k, _as_given(values[k], v))
+    grid = np.indices([len(values[k]) for k in keys]).reshape(len(keys), -1).T
+    out = {name: np.zeros(len(grid)) for name in SWEEP_OUTPUTS}
     struct_cols = [keys.index(k) for k in structural]
-    groups = {}
-    for row, idx in enumerate(map(tuple, grid[:, struct_cols])):
-        groups.setdefault(idx, []).append(row)
-    for idx, rows in groups.items():
-        rows = np.asarray(rows)
+    group_of = np.ravel_multi_index(grid[:, struct_cols].T, [len(values[k]) for k in structural]) if structural \
+        else np.zeros(len(grid), dtype=np.int64)
+    for gid in np.unique(group_of):
+        rows = np.flatnonzero(group_of == gid)
         scn = scenario
-        for k, i in zip(structural, idx):
+        for k, i in zip(structural, grid[rows[0], struct_cols]):
             scn = scn.replace(k, values[k][i])
         p = timing.model_params(scn)
         for k in numeric:
-            col = np.asarray(values[k], dtype=float)[grid[rows, keys.index(k)]]
-            p[k] = col
+            p[k] = np.asarray(values[k], dtype=float)[grid[rows, keys.index(k)]]
         p = {k: np.broadcast_to(v, (len(rows),)).astype(float) for k, v in p.items()}
-        _check_grid(scn, p)
+        rules.check_scenario(lambda path, p=p, scn=scn: p[path] if path in numeric else scn.value_at(path))
         for name, col in _evaluate(scn, p).items():
             out[name][rows] = col
-    columns = {
-        k: np.asarray(values[k], dtype=float if _all_numbers(values[k]) else object)[grid[:, j]]
-        for j, k in enumerate(keys)
-    }
+    columns = {k: np.asarray(values[k], dtype=float if _all_numbers(values[k]) else object)[grid[:, j]]
+               for j, k in enumerate(keys)}
     columns.update(out)
     return SweepTable(varied=keys, columns=columns)
 
 
+def _checked_grid(scenario: Scenario, over: Any) -> tuple[list[str], dict[str, list]]:
+    """The grid's keys and value lists, each checked; structural values are
+    validated by building the scenario with them."""
+    if not isinstance(over, Mapping) or not over:
+        raise InputError("over", over, "a non-empty mapping of scenario path -> list of values")
+    values: dict[str, list] = {}
+    rows = 1
+    for key, vals in over.items():
+        if not isinstance(key, str):
+            raise InputError("over", key, "scenario paths as strings, e.g. 'training.global_batch'")
+        if isinstance(vals, (str, bytes, Mapping)) or not hasattr(vals, "__len__") or len(vals) == 0:
+            raise InputError(f"over[{key!r}]", vals, "a non-empty list of values")
+        rows *= len(vals)
+        if rows > limits.MAX_SWEEP_ROWS:
+            raise InputError(f"over[{key!r}]", f"{len(vals):,} values", f"a grid of at most {limits.MAX_SWEEP_ROWS:,} "
+                             "rows (the product of the list lengths)")
+        values[key] = list(vals)
+        rule_at(scenario, key)  # an unknown path fails here, before any work
+        if key in _GROUP_FIELDS or key not in timing.MODEL_FIELDS or not _all_numbers(values[key]):
+            seen: dict = {}
+            for v in values[key]:
+                seen.setdefault(repr(v), v)
+            for v in seen.values():
+                scenario.replace(key, v)
+    return list(values), values
+
+
 def _all_numbers(vals: list) -> bool:
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
+    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+               for v in vals)
 
 
-def _representatives(vals: list) -> list:
-    """Values that stand for all of ``vals`` in validation: every distinct
-    value, except that for numbers (whose rules are bounds and integrality)
-    the smallest, the largest and the first non-integer suffice."""
-    if not _all_numbers(vals):
-        seen: dict = {}
-        for v in vals:
-            seen.setdefault(repr(v), v)
-        return list(seen.values())
-    reps = [min(vals), max(vals)]
-    reps += [v for v in vals if isinstance(v, float) and not v.is_integer()][:1]
-    return reps
-
-
-def _check_grid(scn: Scenario, p: dict) -> None:
-    """Cross-field rules a scenario checks, for the numeric columns."""
-    replicas = scn.num_replicas
-    bad = (p["training.drop_remainder"] > 0) & (p["training.global_batch"] < replicas)
-    if bad.any():
-        b = p["training.global_batch"][bad][0]
-        raise ValueError(f"training.global_batch={int(b)}; allowed: >= {replicas} replicas when drop_remainder is true")
-    bad = p["cluster.device.replica_variable_s"] > p["cluster.device.replica_dispatch_s"]
-    if bad.any():
-        v, d = p["cluster.device.replica_variable_s"][bad][0], p["cluster.device.replica_dispatch_s"][bad][0]
-        raise ValueError(f"cluster.device.replica_variable_s={v:g}; allowed: <= cluster.device.replica_dispatch_s ({d:g} s)")
+def _as_given(vals: list, v: float) -> Any:
+    """``v`` as an int when the list holds integers (so an integer field's
+    rule sees an integer), else as a float."""
+    return int(v) if all(isinstance(x, (int, np.integer)) for x in vals) and float(v).is_integer() else float(v)
 
 
 def _evaluate(scn: Scenario, p: dict) -> dict[str, np.ndarray]:
@@ -178,23 +195,29 @@ def _evaluate(scn: Scenario, p: dict) -> dict[str, np.ndarray]:
         free_rate = (replicas - 1) / (transfers + costs.compute_s) + 1 / (transfers + costs.straggler_compute_s)
         rate = np.minimum(free_rate, costs.ps_updates_per_s)
         throughput = rate * costs.worker_batch
-        speedup = throughput / model.baseline_throughput_samples_per_s
-        return {
-            "num_replicas": replicas,
+        footprint = memory.footprint(p, scn.strategy.name, costs.worker_batch)
+        out = {
             "step_time_s": replicas / rate,
             "throughput_samples_per_s": throughput,
-            "speedup": speedup,
-            "efficiency": speedup / replicas,
             "comm_fraction": (costs.push_s + costs.pull_s) * rate / replicas,
             "epoch_time_s": p["workload.num_examples"] / throughput,
+            "steps_per_epoch": -(-p["workload.num_examples"] // costs.worker_batch),
         }
-    speedup = model.speedup
-    return {
-        "num_replicas": replicas,
-        "step_time_s": model.step_time_s,
-        "throughput_samples_per_s": model.throughput_samples_per_s,
-        "speedup": speedup,
-        "efficiency": speedup / replicas,
-        "comm_fraction": model.exposed_comm_s / model.step_time_s,
-        "epoch_time_s": model.epoch_time_s,
-    }
+    else:
+        throughput = model.throughput_samples_per_s
+        footprint = memory.footprint(p, scn.strategy.name, -(-p["training.global_batch"] // replicas))
+        out = {
+            "step_time_s": model.step_time_s,
+            "throughput_samples_per_s": throughput,
+            "comm_fraction": model.exposed_comm_s / model.step_time_s,
+            "epoch_time_s": model.epoch_time_s,
+            "steps_per_epoch": model.steps_per_epoch,
+        }
+    speedup = throughput / model.baseline_throughput_samples_per_s
+    out.update(speedup=speedup, efficiency=speedup / replicas,
+               strong_speedup=throughput / model.strong_baseline_throughput_samples_per_s)
+    fits = np.broadcast_to(footprint.fits, replicas.shape)
+    out = {k: np.where(fits, np.broadcast_to(v, replicas.shape).astype(float), np.nan) for k, v in out.items()}
+    out.update(num_replicas=replicas, memory_bytes_per_replica=np.broadcast_to(footprint.total_bytes, replicas.shape),
+               fits=fits.astype(float))
+    return out

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from distsim.mechanics import sharding, stragglers
+from distsim.validation import InputError
 from distsim.mechanics.collectives import cost_model
 from distsim.scenario import Scenario, message_Bps
 from distsim.mechanics.strategies import StrategyPlan, plan
@@ -91,8 +92,11 @@ MODEL_FIELDS: tuple[str, ...] = (
     "workload.input_s_per_sample",
     "workload.input_bytes_per_sample",
     "workload.num_examples",
+    "workload.activation_bytes_per_sample",
+    "cluster.device.memory_bytes",
     "training.global_batch",
     "training.drop_remainder",
+    "training.num_files",
     "training.shuffle_buffer",
     "training.input_threads",
     "training.num_buckets",
@@ -299,36 +303,70 @@ def step_time_s(parts: StepParts, prefetch) -> np.ndarray:
 def fill_s(p: dict, prefetch, shard_policy: str) -> np.ndarray:
     """Seconds the first batch of an epoch waits for the shuffle buffer to
     fill (only exposed with prefetch; without it those reads are part of
-    the per-step input time)."""
-    workers = p["cluster.num_workers"]
-    per_worker = np.where((workers == 1) | (shard_policy == "DATA"), p["workload.num_examples"],
-                          _ceil_div(p["workload.num_examples"], workers))
-    reads = np.minimum(p["training.shuffle_buffer"], per_worker)
+    the per-step input time). A worker's buffer holds at most its stream:
+    the whole dataset under DATA and OFF, its files under FILE."""
+    workers = int(np.unique(p["cluster.num_workers"]).item())
+    if shard_policy == "FILE":
+        stream = sharding.stream_lengths(p["workload.num_examples"], workers, shard_policy,
+                                         p["training.num_files"]).max(axis=0).reshape(np.shape(p["workload.num_examples"]))
+    else:
+        stream = p["workload.num_examples"]
+    reads = np.minimum(p["training.shuffle_buffer"], stream)
     t = reads * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
     return np.where(prefetch, t, 0.0)
 
 
-def epoch_plan(p: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(full steps per epoch, examples in the final partial step or 0)."""
-    n, b = p["workload.num_examples"], p["training.global_batch"]
-    full = n // b
-    rest = np.where(p["training.drop_remainder"] > 0, 0.0, n - full * b)
-    return full, rest
+def epoch_plan(p: dict, shard_policy: str) -> sharding.Epoch:
+    """The epoch's steps, examples and final-step size (:func:`distsim.mechanics.sharding.epoch`)."""
+    workers = int(np.unique(p["cluster.num_workers"]).item())
+    local = int(np.unique(p["cluster.devices_per_worker"]).item())
+    files = p["training.num_files"] if shard_policy == "FILE" else None
+    try:
+        shape = sharding.epoch(p["workload.num_examples"], p["training.global_batch"], workers, local,
+                               p["training.drop_remainder"] > 0, shard_policy, files)
+    except InputError as exc:
+        raise exc.rebased("num_workers", "cluster.num_workers") from None
+    empty = np.asarray(shape.steps == 0)
+    if empty.any():
+        batch = np.broadcast_to(p["training.global_batch"], empty.shape)[empty].ravel()[0]
+        raise InputError("training.global_batch", int(batch), "at most the examples of the longest worker's stream "
+                         f"under {shard_policy} sharding when drop_remainder is true (otherwise an epoch has no step)")
+    return shape
 
 
 @dataclass
 class ModelOutput:
-    """Deterministic predictions of :func:`step_model` (arrays)."""
+    """Deterministic predictions of :func:`step_model` (arrays).
+
+    Attributes:
+        step_time_s: seconds per full step.
+        exposed_comm_s: all-reduce seconds per step not hidden by the backward pass.
+        epoch_time_s: seconds per epoch (shuffle fill, full steps, final step).
+        steps_per_epoch: steps in one epoch.
+        throughput_samples_per_s: examples per second in a full step.
+        baseline_throughput_samples_per_s: one device of the same kind running
+            one replica's batch (weak scaling's baseline), examples/s.
+        strong_baseline_throughput_samples_per_s: one device running the
+            whole global batch (strong scaling's baseline), examples/s.
+    """
 
     step_time_s: np.ndarray
     exposed_comm_s: np.ndarray
     epoch_time_s: np.ndarray
+    steps_per_epoch: np.ndarray
     throughput_samples_per_s: np.ndarray
     baseline_throughput_samples_per_s: np.ndarray
+    strong_baseline_throughput_samples_per_s: np.ndarray
 
     @property
     def speedup(self) -> np.ndarray:
+        """Weak scaling: throughput over one device running one replica's batch."""
         return self.throughput_samples_per_s / self.baseline_throughput_samples_per_s
+
+    @property
+    def strong_speedup(self) -> np.ndarray:
+        """Strong scaling: throughput over one device running the global batch."""
+        return self.throughput_samples_per_s / self.strong_baseline_throughput_samples_per_s
 
 
 def step_model(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> ModelOutput:
@@ -344,22 +382,29 @@ def step_model(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str
     slowest = straggler_params(p)
     parts = step_parts(slowest, batch, plan_, device_kind, shard_policy, comm, metrics)
     step = step_time_s(parts, plan_.prefetch)
-    full, rest = epoch_plan(p)
-    rest_parts = step_parts(slowest, np.maximum(rest, 1), plan_, device_kind, shard_policy, comm, metrics)
-    epoch = fill_s(p, plan_.prefetch, shard_policy) + full * step + np.where(rest > 0, step_time_s(rest_parts, plan_.prefetch), 0.0)
-    # One device of the same kind on the same host, one replica's batch, same pipeline.
-    one = dict(p)
-    one["cluster.num_workers"] = np.ones_like(p["cluster.num_workers"])
-    one["cluster.devices_per_worker"] = np.ones_like(p["cluster.devices_per_worker"])
-    one["training.global_batch"] = parts.replica_batch
-    base = step_parts(one, parts.replica_batch, plan_, device_kind, shard_policy, 0.0)
+    shape = epoch_plan(p, shard_policy)
+    last_parts = step_parts(slowest, shape.last_examples, plan_, device_kind, shard_policy, comm, metrics)
+    epoch = fill_s(p, plan_.prefetch, shard_policy) + (shape.steps - 1) * step + step_time_s(last_parts, plan_.prefetch)
     return ModelOutput(
         step_time_s=step,
         exposed_comm_s=parts.exposed_comm_s,
         epoch_time_s=epoch,
+        steps_per_epoch=shape.steps,
         throughput_samples_per_s=batch / step,
-        baseline_throughput_samples_per_s=parts.replica_batch / step_time_s(base, plan_.prefetch),
+        baseline_throughput_samples_per_s=_one_device_throughput(p, parts.replica_batch, plan_, device_kind, shard_policy),
+        strong_baseline_throughput_samples_per_s=_one_device_throughput(p, batch, plan_, device_kind, shard_policy),
     )
+
+
+def _one_device_throughput(p: dict, batch, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> np.ndarray:
+    """Examples/s of one device of the same kind on the same host running
+    ``batch`` examples per step through the same input pipeline."""
+    one = dict(p)
+    one["cluster.num_workers"] = np.ones_like(p["cluster.num_workers"])
+    one["cluster.devices_per_worker"] = np.ones_like(p["cluster.devices_per_worker"])
+    one["training.global_batch"] = batch
+    base = step_parts(one, batch, plan_, device_kind, shard_policy, 0.0)
+    return batch / step_time_s(base, plan_.prefetch)
 
 
 # ------------------------------------------------------------------ timeline
@@ -385,17 +430,14 @@ class Timeline:
     epoch_start: np.ndarray
 
 
-def _step_sizes(scenario: Scenario) -> tuple[np.ndarray, np.ndarray]:
-    """Global examples in each simulated step (the epoch's sequence, cycled),
-    and which steps open an epoch."""
+def _step_sizes(scenario: Scenario, p: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Global examples in each simulated step (the epoch's sequence: full
+    steps, then its final step; cycled), and which steps open an epoch."""
     t = scenario.training
-    n, b = scenario.workload.num_examples, t.global_batch
-    per_epoch = [b] * (n // b) + ([] if t.drop_remainder or n % b == 0 else [n % b])
-    reps = -(-t.steps // len(per_epoch))
-    sizes = np.array((per_epoch * reps)[: t.steps])
-    starts = np.zeros(t.steps, dtype=bool)
-    starts[:: len(per_epoch)] = True
-    return sizes, starts
+    shape = epoch_plan(p, t.shard_policy)
+    per_epoch, last = int(shape.steps), int(shape.last_examples)
+    position = np.arange(t.steps) % per_epoch
+    return np.where(position == per_epoch - 1, last, t.global_batch), position == 0
 
 
 class _Columns:
@@ -437,7 +479,7 @@ def simulate(scenario: Scenario) -> Timeline:
     replicas = workers * local
     p = model_params(scenario)
     kind = c.device.kind
-    sizes, epoch_start = _step_sizes(scenario)
+    sizes, epoch_start = _step_sizes(scenario, p)
     n_steps = len(sizes)
     k_buckets = 1 if t.backup_workers else t.num_buckets
     p_buckets = dict(p, **{"training.num_buckets": np.asarray(float(k_buckets))})

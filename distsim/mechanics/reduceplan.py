@@ -34,9 +34,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from distsim.validation import InputError, Integer, OneOf
 
 #: Symbolic id of an all-zero chunk (a server rank's starting value).
 _ZERO = -1
+
+_OP = OneOf(("reduce", "copy"))
 
 
 @dataclass(frozen=True)
@@ -133,8 +136,10 @@ class ReducePlan:
         ``(len(result_ranks), n)`` with each one's own result.
         """
         n = self.num_elements
-        if grads.ndim != 2 or grads.shape != (self.num_ranks, n):
-            raise ValueError(f"gradients have shape {grads.shape}; this plan reduces ({self.num_ranks}, {n})")
+        if np.shape(grads) != (self.num_ranks, n):
+            raise InputError("grads.shape", np.shape(grads),
+                             f"({self.num_ranks}, {n}): one row of {n} gradient values per rank of this plan")
+        grads = np.asarray(grads)
         flat = self._padded(grads)
         windows = np.lib.stride_tricks.sliding_window_view(flat, self.width)
         sums = np.empty((self.num_rows, self.width), dtype=grads.dtype)
@@ -199,12 +204,16 @@ def compile_schedule(schedule, chunk_bounds: np.ndarray) -> ReducePlan:
             read the values from before that step, as in
             :func:`distsim.mechanics.collectives.execute`.
         chunk_bounds: ``num_chunks + 1`` element offsets of the chunks.
+
+    Raises:
+        InputError: a transfer or result rank outside the schedule, an
+            unknown op, chunk bounds that do not fit the chunks, or a result
+            rank left with a chunk nobody sent it (a hand-made schedule).
     """
     num_ranks, num_chunks = int(schedule.num_ranks), int(schedule.num_chunks)
     num_inputs = int(schedule.num_inputs)
-    bounds = np.asarray(chunk_bounds, dtype=np.int64)
-    if len(bounds) != num_chunks + 1:
-        raise ValueError(f"chunk_bounds has {len(bounds)} offsets; schedule has {num_chunks} chunks")
+    _check_transfers(schedule, num_ranks, num_chunks)
+    bounds = _chunk_bounds(chunk_bounds, num_chunks)
     state = np.full((num_ranks, num_chunks), _ZERO, dtype=np.int64)
     state[:num_inputs] = np.arange(num_inputs * num_chunks).reshape(num_inputs, num_chunks)
     adds: dict[tuple[int, int], int] = {}
@@ -220,7 +229,7 @@ def compile_schedule(schedule, chunk_bounds: np.ndarray) -> ReducePlan:
             sent = int(before[t.src, t.chunk])
             if t.op == "copy":
                 state[t.dst, t.chunk] = sent
-            elif t.op == "reduce":
+            else:  # "reduce"
                 key = tuple(sorted((int(state[t.dst, t.chunk]), sent)))
                 if key[0] == _ZERO:  # 0 + x is exactly x
                     state[t.dst, t.chunk] = key[1]
@@ -230,13 +239,45 @@ def compile_schedule(schedule, chunk_bounds: np.ndarray) -> ReducePlan:
                         operands.append(key)
                         next_id += 1
                     state[t.dst, t.chunk] = adds[key]
-            else:
-                raise ValueError(f"transfer op={t.op!r}; allowed: 'reduce', 'copy'")
             i += 1
     final = state[list(schedule.result_ranks)]
     if np.any(final == _ZERO):
-        raise ValueError(f"schedule {schedule.algorithm!r} leaves a result rank with a chunk nobody sent")
+        rank, chunk = np.argwhere(final == _ZERO)[0]
+        raise InputError("schedule.result_ranks", schedule.result_ranks,
+                         f"ranks that end with every chunk; rank {schedule.result_ranks[rank]} never receives "
+                         f"chunk {chunk} (no transfer sends it there)")
     return _levelize(num_inputs, bounds, final, operands, next_id)
+
+
+def _check_transfers(schedule, num_ranks: int, num_chunks: int) -> None:
+    """Every transfer's ``src``, ``dst`` and ``chunk`` and every result rank
+    inside the schedule, every ``op`` known; the first bad field is reported."""
+    transfers, results = list(schedule.transfers), list(schedule.result_ranks)
+    try:
+        table, ranks = np.array([(t.src, t.dst, t.chunk) for t in transfers]).reshape(-1, 3), np.array(results)
+    except ValueError:  # ragged fields: let the rules below name the bad one
+        table = ranks = np.zeros(0)
+    if (np.issubdtype(table.dtype, np.integer) and np.all((table >= 0) & (table < (num_ranks, num_ranks, num_chunks)))
+            and np.issubdtype(ranks.dtype, np.integer) and np.all((ranks >= 0) & (ranks < num_ranks))
+            and all(t.op in _OP.choices for t in transfers)):
+        return  # the common case, checked in bulk
+    rank = Integer(0, num_ranks - 1, "a rank of the schedule")
+    chunk = Integer(0, num_chunks - 1, "a chunk of the schedule")
+    for j, t in enumerate(transfers):
+        for name, rule in (("src", rank), ("dst", rank), ("chunk", chunk), ("op", _OP)):
+            rule(f"schedule.transfers[{j}].{name}", getattr(t, name))
+    for j, r in enumerate(results):
+        rank(f"schedule.result_ranks[{j}]", r)
+
+
+def _chunk_bounds(chunk_bounds, num_chunks: int) -> np.ndarray:
+    """``chunk_bounds`` as int64 offsets: ``num_chunks + 1`` of them, from 0, never decreasing."""
+    bounds = np.asarray(chunk_bounds)
+    if (bounds.shape != (num_chunks + 1,) or not np.issubdtype(bounds.dtype, np.integer)
+            or bounds[0] != 0 or np.any(np.diff(bounds) < 0)):
+        raise InputError("chunk_bounds", chunk_bounds,
+                         f"{num_chunks + 1} integer element offsets from 0, never decreasing (one per chunk edge)")
+    return bounds.astype(np.int64)
 
 
 def _levelize(num_ranks, bounds, final, operands, num_nodes) -> ReducePlan:

@@ -27,27 +27,30 @@ Sizes are in examples; indices are positions in the (unshuffled) dataset.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from distsim.scenario import SHARD_POLICIES  # AutoShardPolicy values modelled here
+from distsim.validation import InputError, Integer, OneOf
+
+_POSITIVE = Integer(1)
+_COUNT = Integer(0)
+#: Largest workers x grid rows :func:`epoch` evaluates at once (FILE/OFF
+#: work per worker): about 1 GB of int64 temporaries.
+MAX_EPOCH_CELLS = 20_000_000
 
 
 def _check_positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}={value!r}; allowed: an integer >= 1")
-    return int(value)
+    return _POSITIVE(name, value)
 
 
 def _check_nonnegative_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{name}={value!r}; allowed: an integer >= 0")
-    return int(value)
+    return _COUNT(name, value)
 
 
 def _check_policy(policy: str) -> str:
-    if policy not in SHARD_POLICIES:
-        raise ValueError(f"policy={policy!r}; allowed: {SHARD_POLICIES}")
-    return policy
+    return OneOf(SHARD_POLICIES)("policy", policy)
 
 
 def replica_batch_sizes(global_batch: int, num_replicas: int) -> list[int]:
@@ -83,8 +86,7 @@ def rebatch_sizes(
     global_batch = _check_positive_int("global_batch", global_batch)
     num_workers = _check_positive_int("num_workers", num_workers)
     replicas_per_worker = _check_positive_int("replicas_per_worker", replicas_per_worker)
-    if not 0 <= worker_index < num_workers:
-        raise ValueError(f"worker_index={worker_index!r}; allowed: 0..{num_workers - 1}")
+    worker_index = Integer(0, num_workers - 1, "a worker's index")("worker_index", worker_index)
     n = num_workers * replicas_per_worker
     floor, num_ceil = divmod(global_batch, n)
     worker_0 = [floor + 1] * num_ceil + [floor] * (n - num_ceil)
@@ -116,16 +118,8 @@ def _validate(num_examples, global_batch, num_workers, replicas_per_worker, poli
     replicas_per_worker = _check_positive_int("replicas_per_worker", replicas_per_worker)
     _check_policy(policy)
     if policy == "FILE":
-        if num_files is None:
-            raise ValueError("num_files=None; allowed: an integer >= num_workers when policy='FILE'")
-        num_files = _check_positive_int("num_files", num_files)
-        if num_files < num_workers:
-            raise ValueError(
-                f"num_files={num_files} < num_workers={num_workers}; FILE sharding needs at least "
-                "one file per worker (use policy='DATA')"
-            )
-        if num_files > num_examples:
-            raise ValueError(f"num_files={num_files} > num_examples={num_examples}; allowed: <= num_examples")
+        num_files = Integer(num_workers, num_examples, "one file per worker at least, one example per file at least")(
+            "num_files", num_files)
     return num_examples, global_batch, num_workers, replicas_per_worker, num_files
 
 
@@ -220,17 +214,114 @@ def steps_per_epoch(
     num_files: int | None = None,
 ) -> int:
     """Steps in one epoch, without building the index arrays (same arguments
-    as :func:`step_assignments`)."""
+    as :func:`step_assignments`; the count is :func:`epoch`'s)."""
     n, b, w_count, r_count, num_files = _validate(
         num_examples, global_batch, num_workers, replicas_per_worker, policy, num_files
     )
+    return int(epoch(n, b, w_count, r_count, drop_remainder, policy, num_files).steps)
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """The shape of one epoch: 0-d arrays for one scenario, one entry per row
+    for a sweep grid.
+
+    Attributes:
+        steps: synchronous steps in the epoch.
+        examples: examples the replicas process in it, counting repeats
+            (under ``OFF`` every worker reads the whole dataset, so
+            ``num_workers x num_examples``; ``drop_remainder`` drops each
+            stream's final partial global batch).
+        last_examples: examples in the final step (``global_batch`` when
+            the epoch divides evenly).
+    """
+
+    steps: np.ndarray
+    examples: np.ndarray
+    last_examples: np.ndarray
+
+
+def stream_lengths(num_examples, num_workers: int, policy: str, num_files=None) -> np.ndarray:
+    """Examples each worker's input stream holds, shape (workers, rows of the
+    flattened ``num_examples``). ``DATA`` and ``OFF``: the whole dataset.
+    ``FILE``: worker w reads files w, w + W, ...; the first ``n mod F``
+    files hold one example more (``np.array_split``)."""
+    n = np.asarray(num_examples, dtype=np.int64).ravel()
+    w = np.arange(num_workers, dtype=np.int64)[:, None]
+    if policy != "FILE":
+        return np.broadcast_to(n, (num_workers, n.size))
+    f = np.asarray(num_files, dtype=np.int64).ravel()
+    files = -(-(f - w) // num_workers)
+    bigger = np.maximum(0, -(-(n % f - w) // num_workers))
+    return files * (n // f) + bigger
+
+
+def _chunks_for(rest, batch, num_workers: int, replicas_per_worker: int) -> np.ndarray:
+    """Fewest rebatched chunks that hold ``rest`` examples (``rest < batch``)
+    for each worker, shape (workers, rows). Worker w's chunk sizes cycle
+    through TensorFlow's ``batch_sizes_for_worker`` (:func:`rebatch_sizes`):
+    position ``(w R + j) mod N`` gets ``floor(B/N) + 1`` if it is below
+    ``B mod N``, else ``floor(B/N)``. The first k chunks hold
+    ``k floor(B/N) + C(wR + k) - C(wR)`` examples, with ``C(x) = (x // N)(B mod N)
+    + min(x mod N, B mod N)`` counting the larger chunks; the fewest k is
+    found by bisection over 0..N."""
+    n_rep = num_workers * replicas_per_worker
+    floor, big = batch // n_rep, batch % n_rep
+    start = np.arange(num_workers, dtype=np.int64)[:, None] * replicas_per_worker
+
+    def held(k):
+        x0, x1 = start, start + k
+        return k * floor + (x1 // n_rep) * big + np.minimum(x1 % n_rep, big) - (x0 // n_rep) * big - np.minimum(x0 % n_rep, big)
+
+    lo = np.zeros(np.broadcast(rest, start).shape, dtype=np.int64)
+    hi = np.full_like(lo, n_rep)
+    for _ in range(int(n_rep).bit_length() + 1):
+        mid = (lo + hi) // 2
+        enough = held(mid) >= rest
+        hi = np.where(enough, mid, hi)
+        lo = np.where(enough, lo, mid + 1)
+    return hi
+
+
+def epoch(num_examples, global_batch, num_workers: int = 1, replicas_per_worker: int = 1, drop_remainder=False,
+          policy: str = "DATA", num_files=None) -> Epoch:
+    """Steps, examples and final-step size of one epoch, in closed form and
+    vectorised over ``num_examples``, ``global_batch``, ``drop_remainder``
+    and ``num_files`` (arrays broadcast together; the worker layout and the
+    policy are scalars). The same rules as :func:`step_assignments`:
+    ``DATA`` cuts the dataset into global batches; under ``FILE``/``OFF``
+    each worker re-cuts its own stream into rebatched chunks and a step
+    takes ``replicas_per_worker`` of them from every worker, until the
+    longest stream is done.
+
+    ``steps`` is 0 (and ``last_examples`` 0) where every stream is shorter
+    than one global batch and ``drop_remainder`` drops it.
+
+    Raises:
+        InputError: when ``workers x rows`` exceeds :data:`MAX_EPOCH_CELLS`
+            under ``FILE``/``OFF``.
+    """
+    shape = np.broadcast(np.asarray(num_examples), np.asarray(global_batch), np.asarray(drop_remainder),
+                         np.asarray(1 if num_files is None else num_files)).shape
+    n, b, f = (np.broadcast_to(np.asarray(x, dtype=np.int64), shape).ravel()
+               for x in (num_examples, global_batch, 1 if num_files is None else num_files))
+    drop = np.broadcast_to(np.asarray(drop_remainder, dtype=bool), shape).ravel()
     if policy == "DATA":
-        return n // b if drop_remainder else -(-n // b)
-    lengths = [len(s) for s in _worker_streams(n, w_count, policy, num_files)]
-    return max(
-        -(-(len(_cyclic_chunk_bounds(m, b, rebatch_sizes(b, w_count, r_count, w), drop_remainder)) - 1) // r_count)
-        for w, m in enumerate(lengths)
-    )
+        steps = np.where(drop, n // b, -(-n // b))
+        examples = np.where(drop, n - n % b, n)
+    else:
+        if num_workers * n.size > MAX_EPOCH_CELLS:
+            raise InputError("num_workers", num_workers,
+                             f"num_workers x grid rows <= {MAX_EPOCH_CELLS:,} for {policy} sharding (here x {n.size:,} rows)")
+        length = stream_lengths(n, num_workers, policy, f)
+        used = np.where(drop, length - length % b, length)
+        full = used // b
+        rest = used - full * b
+        chunks = np.where(rest > 0, _chunks_for(rest, b, num_workers, replicas_per_worker), 0)
+        steps = (full * num_workers + -(-chunks // replicas_per_worker)).max(axis=0)
+        examples = used.sum(axis=0)
+    last = np.where(steps > 0, np.clip(examples - (steps - 1) * b, 1, b), 0)
+    return Epoch(steps=steps.reshape(shape), examples=examples.reshape(shape), last_examples=last.reshape(shape))
 
 
 def examples_read_per_worker(

@@ -11,20 +11,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from distsim.scenario import COMPUTE_DISTRIBUTIONS as DISTRIBUTIONS  # shapes of the factor, each with mean 1
+from distsim.scenario import Training, limits
+from distsim.validation import InputError, Integer, Number, rule_of
 
+#: The rules of a scenario's ``training.compute_distribution`` and
+#: ``training.compute_sigma``, so a scenario and a direct call accept the same values.
+DISTRIBUTION = rule_of(Training, "compute_distribution")
+SIGMA = rule_of(Training, "compute_sigma")
+#: Shapes of the factor, each with mean 1.
+DISTRIBUTIONS: tuple[str, ...] = DISTRIBUTION.choices
+#: Compute times :func:`sync_step_times_s` draws at once (steps x workers): 160 MB of float64.
+MAX_DRAWS = 20_000_000
 
-def check_distribution(distribution: str, sigma: float) -> None:
-    if distribution not in DISTRIBUTIONS:
-        raise ValueError(f"distribution={distribution!r}; allowed: {DISTRIBUTIONS}")
-    if not (sigma >= 0 and np.isfinite(sigma)):
-        raise ValueError(f"sigma={sigma!r}; allowed: a finite number >= 0")
+_WORKERS = Integer(1, limits.MAX_WORKERS)
+_MEAN_S = Number(0, low_open=True, unit="seconds")
 
 
 def factors(rng: np.random.Generator, distribution: str, size, sigma: float = 0.5) -> np.ndarray:
     """Random factors with mean 1: exactly 1, Exp(1), or a lognormal with
     log-standard-deviation ``sigma`` (``exp(N(-sigma^2/2, sigma^2))``)."""
-    check_distribution(distribution, sigma)
+    distribution = DISTRIBUTION("distribution", distribution)
+    sigma = SIGMA("sigma", sigma)
     if distribution == "deterministic":
         return np.ones(size)
     if distribution == "exponential":
@@ -35,6 +42,8 @@ def factors(rng: np.random.Generator, distribution: str, size, sigma: float = 0.
 def harmonic(n) -> np.ndarray:
     """H_n = 1 + 1/2 + ... + 1/n (H_0 = 0), elementwise."""
     n = np.asarray(n)
+    if n.size and not (np.issubdtype(n.dtype, np.integer) and 0 <= n.min() and n.max() <= limits.MAX_WORKERS):
+        raise InputError("n", n.tolist(), f"integers from 0 to {limits.MAX_WORKERS:,}")
     top = int(n.max()) if n.size else 0
     table = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, top + 1))])
     return table[n]
@@ -42,19 +51,15 @@ def harmonic(n) -> np.ndarray:
 
 def expected_kth_fastest_exponential(num_workers: int, num_aggregate: int, mean_s: float) -> float:
     """``E[X_(K:P)] = (H_P - H_{P-K}) * mean_s`` for i.i.d. exponential times."""
-    _check_k_of_p(num_workers, num_aggregate)
+    num_workers, num_aggregate = _k_of_p(num_workers, num_aggregate)
+    mean_s = _MEAN_S("mean_s", mean_s)
     return float((harmonic(num_workers) - harmonic(num_workers - num_aggregate)) * mean_s)
 
 
-def _check_k_of_p(num_workers: int, num_aggregate: int) -> None:
-    if isinstance(num_workers, bool) or not isinstance(num_workers, (int, np.integer)) or num_workers < 1:
-        raise ValueError(f"num_workers={num_workers!r}; allowed: an integer >= 1")
-    if (
-        isinstance(num_aggregate, bool)
-        or not isinstance(num_aggregate, (int, np.integer))
-        or not 1 <= num_aggregate <= num_workers
-    ):
-        raise ValueError(f"num_aggregate={num_aggregate!r}; allowed: an integer in 1..num_workers={num_workers}")
+def _k_of_p(num_workers: int, num_aggregate: int) -> tuple[int, int]:
+    """``(P, K)`` checked: ``1 <= K <= P``."""
+    num_workers = _WORKERS("num_workers", num_workers)
+    return num_workers, Integer(1, num_workers, "at most num_workers")("num_aggregate", num_aggregate)
 
 
 def sync_step_times_s(
@@ -69,11 +74,9 @@ def sync_step_times_s(
 ) -> np.ndarray:
     """Seconds per synchronous step when a step waits for the fastest
     ``num_aggregate`` (default: all) of ``num_workers`` compute times."""
-    num_aggregate = num_workers if num_aggregate is None else num_aggregate
-    _check_k_of_p(num_workers, num_aggregate)
-    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
-        raise ValueError(f"num_steps={num_steps!r}; allowed: an integer >= 1")
-    if not (mean_s > 0 and np.isfinite(mean_s)):
-        raise ValueError(f"mean_s={mean_s!r}; allowed: a finite number > 0 seconds")
+    num_workers, num_aggregate = _k_of_p(num_workers, num_workers if num_aggregate is None else num_aggregate)
+    num_steps = Integer(1, MAX_DRAWS // num_workers, f"steps x num_workers <= {MAX_DRAWS:,} compute times")(
+        "num_steps", num_steps)
+    mean_s = _MEAN_S("mean_s", mean_s)
     times = mean_s * factors(np.random.default_rng(seed), distribution, (num_steps, num_workers), sigma)
     return np.partition(times, num_aggregate - 1, axis=1)[:, num_aggregate - 1]

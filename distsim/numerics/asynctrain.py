@@ -35,11 +35,12 @@ from distsim.engines import asyncps
 from distsim.mechanics import sharding, stragglers
 from distsim.numerics.models import Model
 from distsim.results.result import Curve, Result, Staleness, Summary
+from distsim.validation import InputError, InstanceOf, Integer, Number, OneOf, Optional
 from distsim.numerics.train import (
+    REPLICAS,
     LRSchedule,
     TrainingDiverged,
     TrainRun,
-    _positive_int,
     _Recorder,
     _Replicas,
     as_schedule,
@@ -50,6 +51,9 @@ from distsim.numerics.train import (
 
 #: What the PS does with an update staler than ``max_staleness``.
 BOUND_POLICIES: tuple[str, ...] = ("drop",)
+
+_COUNT = Integer(1)
+_EVAL_EVERY = Optional(_COUNT, "every twentieth of the run")
 
 
 @dataclass
@@ -101,10 +105,8 @@ class _WorkerBatches:
     def __init__(self, num_examples: int, num_workers: int, batch_size: int, shuffle: bool, seed: int):
         self.steps = sharding.step_assignments(num_examples, num_workers * batch_size, num_workers, 1, True)
         if not self.steps:
-            raise ValueError(
-                f"{num_examples} examples are fewer than one step of {num_workers} workers x "
-                f"batch_size {batch_size}; allowed: num_workers * batch_size <= {num_examples}"
-            )
+            raise InputError("batch_size", batch_size, f"at most {num_examples // num_workers} (num_workers x "
+                             f"batch_size <= the {num_examples} training examples, {num_workers} workers)")
         self.num_examples, self.shuffle = num_examples, shuffle
         self.rng = np.random.default_rng(seed)
         self.orders: list[np.ndarray] = []
@@ -168,17 +170,17 @@ def train_async(
             stored in the result.
 
     Raises:
-        ValueError: bad data or configuration.
+        InputError: bad data or configuration (the message names the argument).
         TrainingDiverged: a NaN/inf loss or gradient; the partial run is attached.
     """
     lr_of = as_schedule(learning_rate)
-    num_workers = _positive_int("num_workers", num_workers)
-    batch_size = _positive_int("batch_size", batch_size)
-    num_updates = _positive_int("num_updates", num_updates)
-    if max_staleness is not None and (isinstance(max_staleness, bool) or not isinstance(max_staleness, (int, np.integer)) or max_staleness < 0):
-        raise ValueError(f"max_staleness={max_staleness!r}; allowed: an integer >= 0 or None")
-    if bound_policy not in BOUND_POLICIES:
-        raise ValueError(f"bound_policy={bound_policy!r}; allowed: {BOUND_POLICIES}")
+    num_workers = _COUNT("num_workers", num_workers)
+    batch_size = _COUNT("batch_size", batch_size)
+    num_updates = _COUNT("num_updates", num_updates)
+    max_staleness = Optional(Integer(0), "no bound")("max_staleness", max_staleness)
+    OneOf(BOUND_POLICIES)("bound_policy", bound_policy)
+    eval_every = _EVAL_EVERY("eval_every", eval_every)
+    Optional(InstanceOf(asyncps.UpdateLog, "an UpdateLog"), "simulate one")("log", log)
     weights, x, y, evals = prepare(model, x, y, initial_weights, seed, dtype, eval_data)
     dtype = weights[0].dtype.type
     batches = _WorkerBatches(len(x), num_workers, batch_size, shuffle, seed)
@@ -188,7 +190,7 @@ def train_async(
             pull_s=pull_s, ps_service_s=ps_service_s, seed=seed,
         )
     elif log.num_workers != num_workers:
-        raise ValueError(f"log has {log.num_workers} workers; num_workers={num_workers}")
+        raise InputError("log.num_workers", log.num_workers, f"num_workers={num_workers} (the log of this run's workers)")
     num_updates = len(log)
     eval_every = eval_every or max(num_updates // 20, 1)
     engine = _Replicas.build(model, 1, "ring", dtype, {})
@@ -316,15 +318,15 @@ def train_backup_sync(
     ``replica_grad_norms`` / ``replica_batch_sizes`` are those of the ``K`` used.
     """
     lr_of = as_schedule(learning_rate)
-    num_workers = _positive_int("num_workers", num_workers)
-    num_steps = _positive_int("num_steps", num_steps)
-    batch_size = _positive_int("batch_size", batch_size)
-    if isinstance(num_backup, bool) or not isinstance(num_backup, (int, np.integer)) or not 0 <= num_backup < num_workers:
-        raise ValueError(f"num_backup={num_backup!r}; allowed: an integer in 0..num_workers-1={num_workers - 1}")
-    if not (math.isfinite(compute_mean_s) and compute_mean_s > 0):
-        raise ValueError(f"compute_mean_s={compute_mean_s!r}; allowed: a finite number > 0 seconds")
-    if not (math.isfinite(comm_s) and comm_s >= 0):
-        raise ValueError(f"comm_s={comm_s!r}; allowed: a finite number >= 0 seconds")
+    num_workers = REPLICAS("num_workers", num_workers)
+    num_steps = Integer(1, stragglers.MAX_DRAWS // num_workers,
+                        f"steps x num_workers <= {stragglers.MAX_DRAWS:,} compute times")("num_steps", num_steps)
+    batch_size = _COUNT("batch_size", batch_size)
+    num_backup = Integer(0, num_workers - 1, "fewer than num_workers: at least one gradient counts")(
+        "num_backup", num_backup)
+    compute_mean_s = Number(0, low_open=True, unit="seconds")("compute_mean_s", compute_mean_s)
+    comm_s = Number(0, unit="seconds")("comm_s", comm_s)
+    eval_every = _EVAL_EVERY("eval_every", eval_every)
     k = num_workers - num_backup
     weights, x, y, evals = prepare(model, x, y, initial_weights, seed, dtype, eval_data)
     dtype = weights[0].dtype.type

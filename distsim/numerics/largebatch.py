@@ -26,12 +26,15 @@ import numpy as np
 from distsim.mechanics import sharding
 from distsim.datasets.mnist import mnist_subset
 from distsim.numerics.models import make_model
-from distsim.numerics.train import LRSchedule, TrainingDiverged, _check_lr, _positive_int, train_sync
+from distsim.numerics.train import LEARNING_RATE, LRSchedule, TrainingDiverged, train_sync
+from distsim.validation import InputError, Integer, Number, OneOf
 
 #: Learning-rate recipes compared by :func:`large_batch_experiment`.
 VARIANTS: tuple[str, ...] = ("constant", "linear", "linear_warmup")
 
 DEFAULT_BATCHES: tuple[int, ...] = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+
+_COUNT = Integer(1)
 
 
 def goyal_schedule(
@@ -39,9 +42,10 @@ def goyal_schedule(
 ) -> LRSchedule:
     """Learning rate for ``global_batch``: linearly scaled from ``base_lr`` at
     ``base_batch``, optionally warmed up from ``base_lr`` over ``warmup_steps``."""
-    base_lr = _check_lr("base_lr", base_lr)
-    global_batch = _positive_int("global_batch", global_batch)
-    base_batch = _positive_int("base_batch", base_batch)
+    base_lr = LEARNING_RATE("base_lr", base_lr)
+    global_batch = _COUNT("global_batch", global_batch)
+    base_batch = _COUNT("base_batch", base_batch)
+    warmup_steps = Integer(0)("warmup_steps", warmup_steps)
     peak = base_lr * global_batch / base_batch if scale else base_lr
     return LRSchedule(peak, warmup_steps=warmup_steps, start_lr=base_lr if warmup_steps else None)
 
@@ -100,8 +104,7 @@ class LargeBatchReport:
 
     def accuracy(self, variant: str) -> np.ndarray:
         """Test accuracy per batch size (in :meth:`batches` order) for one recipe."""
-        if variant not in {r.variant for r in self.rows}:
-            raise ValueError(f"variant={variant!r}; this report has {sorted({r.variant for r in self.rows})}")
+        OneOf(tuple(sorted({r.variant for r in self.rows})))("variant", variant)  # the variants this report ran
         by_batch = {r.global_batch: r.test_accuracy for r in self.rows if r.variant == variant}
         return np.array([by_batch[b] for b in self.batches()])
 
@@ -141,16 +144,15 @@ def large_batch_experiment(
         seed: weights and shuffling.
         dtype: float32 or float64.
     """
-    epochs = _positive_int("epochs", epochs)
-    _check_lr("base_lr", base_lr)
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown or not variants:
-        raise ValueError(f"variants={list(variants)!r}; allowed: a non-empty selection of {list(VARIANTS)}")
-    if not (math.isfinite(warmup_epochs) and warmup_epochs >= 0):
-        raise ValueError(f"warmup_epochs={warmup_epochs!r}; allowed: a finite number >= 0")
-    batch_sizes = [_positive_int("batch size", b) for b in batch_sizes]
+    epochs = _COUNT("epochs", epochs)
+    LEARNING_RATE("base_lr", base_lr)
+    variants = [OneOf(VARIANTS)(f"variants[{i}]", v) for i, v in enumerate(variants)]
+    if not variants:
+        raise InputError("variants", variants, f"a non-empty selection of {VARIANTS}")
+    warmup_epochs = Number(0, unit="epochs")("warmup_epochs", warmup_epochs)
+    batch_sizes = [_COUNT(f"batch_sizes[{i}]", b) for i, b in enumerate(batch_sizes)]
     if not batch_sizes:
-        raise ValueError("batch_sizes is empty; give at least one global batch size")
+        raise InputError("batch_sizes", batch_sizes, "at least one global batch size")
     data = mnist_subset(num_train, num_test, dtype=dtype)
     model = make_model(model_name)
     weights = model.init(seed, dtype)

@@ -36,7 +36,8 @@ import numpy as np
 
 from distsim.mechanics import sharding
 from distsim.numerics.models import Model
-from distsim.numerics.train import _check_lr, _positive_int, _Replicas, prepare
+from distsim.numerics.train import LEARNING_RATE, REPLICAS, _Replicas, prepare
+from distsim.validation import InputError, Integer, OneOf
 
 #: Mistake name -> (replica loss reduction, whether regularization is scaled by
 #: 1/N, one-line description).
@@ -151,15 +152,15 @@ def loss_scaling_lab(
         dtype: float64 by default so that ratios are exact to ~1e-15.
 
     Raises:
-        ValueError: unknown mistake, bad configuration or bad data.
+        InputError: unknown mistake, bad configuration or bad data.
     """
-    lr = _check_lr("learning_rate", learning_rate)
-    num_replicas = _positive_int("num_replicas", num_replicas)
-    global_batch = _positive_int("global_batch", global_batch)
-    steps = _positive_int("steps", steps)
-    unknown = [m for m in mistakes if m not in MISTAKES]
-    if unknown or not mistakes:
-        raise ValueError(f"mistakes={list(mistakes)!r}; allowed: a non-empty selection of {list(MISTAKES)}")
+    lr = LEARNING_RATE("learning_rate", learning_rate)
+    num_replicas = REPLICAS("num_replicas", num_replicas)
+    global_batch = Integer(1)("global_batch", global_batch)
+    steps = Integer(1)("steps", steps)
+    mistakes = [OneOf(tuple(MISTAKES))(f"mistakes[{i}]", m) for i, m in enumerate(mistakes)]
+    if not mistakes:
+        raise InputError("mistakes", mistakes, f"a non-empty selection of {tuple(MISTAKES)}")
     w0, x, y, _ = prepare(model, x, y, initial_weights, seed, dtype)
     dtype = w0[0].dtype.type
     epoch = sharding.step_assignments(len(x), global_batch, 1, num_replicas)

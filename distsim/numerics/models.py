@@ -24,14 +24,19 @@ each summed over that replica's examples only. Single-device code uses
 
 from __future__ import annotations
 
+import inspect
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
 
+from distsim.validation import InputError, Integer, Number, OneOf
+
 #: Floating dtypes the models compute in.
 FLOAT_DTYPES = (np.float32, np.float64)
+
+_SIZE = Integer(1)
 
 
 @dataclass(frozen=True)
@@ -113,13 +118,11 @@ class Model(ABC):
     name: str = "model"
 
     def __init__(self, input_shape: tuple[int, ...], num_classes: int, l2: float) -> None:
-        if num_classes < 2:
-            raise ValueError(f"num_classes={num_classes}; allowed: an integer >= 2")
-        if not (l2 >= 0.0 and math.isfinite(l2)):
-            raise ValueError(f"l2={l2}; allowed: a finite number >= 0")
-        self.input_shape = tuple(int(s) for s in input_shape)
-        self.num_classes = int(num_classes)
-        self.l2 = float(l2)
+        if isinstance(input_shape, (str, bytes)) or not np.iterable(input_shape) or not len(input_shape):
+            raise InputError("input_shape", input_shape, "a tuple of sizes, e.g. (28, 28)")
+        self.input_shape = tuple(_SIZE(f"input_shape[{i}]", n) for i, n in enumerate(input_shape))
+        self.num_classes = Integer(2)("num_classes", num_classes)
+        self.l2 = float(Number(0)("l2", l2))
 
     # ---- layout -------------------------------------------------------------
     @abstractmethod
@@ -161,23 +164,21 @@ class Model(ABC):
         """Check a Keras-ordered weight list (e.g. ``keras_model.get_weights()``) and return it as arrays.
 
         Raises:
-            ValueError: wrong number of arrays, a wrong shape, a non-float
-                dtype or a non-finite value.
+            InputError: wrong number of arrays, a wrong shape, a non-float
+                dtype or a non-finite value (at ``weights['<name>']``).
         """
         weights = list(weights)
         specs = self.weight_specs()
         if len(weights) != len(specs):
-            raise ValueError(
-                f"{self.name} has {len(specs)} weight arrays {self.weight_names()}; got {len(weights)}"
-            )
+            raise InputError("weights", [np.shape(w) for w in weights], f"{len(specs)} arrays in Keras order "
+                             f"{self.weight_names()} with shapes {self.weight_shapes()} ({self.name})")
         dtype = _check_dtype(dtype if dtype is not None else np.asarray(weights[0]).dtype)
         out = []
         for w, (name, shape, _, _) in zip(weights, specs):
             w = np.asarray(w)
             if w.shape != shape:
-                raise ValueError(f"{self.name} weight {name!r} has shape {w.shape}; expected {shape}")
-            if not np.all(np.isfinite(w)):
-                raise ValueError(f"{self.name} weight {name!r} contains NaN or inf")
+                raise InputError(f"weights[{name!r}].shape", w.shape, f"{shape} ({self.name})")
+            _all_finite(f"weights[{name!r}]", w)
             out.append(w.astype(dtype, copy=False))
         return out
 
@@ -190,8 +191,9 @@ class Model(ABC):
 
         A leading group axis is kept: ``(R, P)`` gives arrays ``(R, *shape)``.
         """
-        if flat.shape[-1] != self.num_params:
-            raise ValueError(f"flat vector has {flat.shape[-1]} entries; {self.name} has {self.num_params}")
+        if np.ndim(flat) == 0 or flat.shape[-1] != self.num_params:
+            raise InputError("flat.shape", np.shape(flat),
+                             f"a last axis of {self.num_params:,} values, one per parameter of {self.name}")
         lead = flat.shape[:-1]
         out, start = [], 0
         for shape in self.weight_shapes():
@@ -247,7 +249,7 @@ class Model(ABC):
         """
         x, y = self.check_batch(x, y)
         if len(x) == 0:
-            raise ValueError("loss_and_grads needs at least one example; got an empty batch")
+            raise InputError("x", None, "at least one example", problem="an empty batch")
         x = x.astype(weights[0].dtype, copy=False)
         w = np.full((1, len(x)), 1.0 / len(x), dtype=weights[0].dtype)
         fb = self.grouped_forward_backward(weights, x[None], y[None], w)
@@ -258,57 +260,72 @@ class Model(ABC):
         return float(fb.loss.mean()) + self.regularization_loss(weights), grads
 
     # ---- validation ---------------------------------------------------------
-    def check_inputs(self, x: np.ndarray) -> np.ndarray:
+    def check_inputs(self, x: np.ndarray, path: str = "x") -> np.ndarray:
         """Validate a batch of inputs ``(B, *input_shape)``: float, finite, right shape.
 
-        A flat ``(B, prod(input_shape))`` batch is reshaped; any other shape is an error.
+        A flat ``(B, prod(input_shape))`` batch is reshaped; any other shape is
+        an error. ``path`` names the argument in errors.
         """
         x = np.asarray(x)
         if not np.issubdtype(x.dtype, np.floating):
-            raise ValueError(f"inputs must be float32 or float64; got dtype {x.dtype}")
+            raise InputError(f"{path}.dtype", x.dtype.name, "float32 or float64 (MNIST pixels as uint8 / 255)")
         if x.ndim == 0:
-            raise ValueError("inputs must be an array of examples, got a scalar")
+            raise InputError(path, x.item(), f"an array of examples, (batch, *{self.input_shape})")
         if x.shape[1:] != self.input_shape:
             if x.ndim == 2 and x.shape[1] == math.prod(self.input_shape):
                 x = x.reshape((len(x),) + self.input_shape)
             else:
-                raise ValueError(
-                    f"inputs have shape {x.shape}; {self.name} expects (batch, *{self.input_shape}) "
-                    f"or (batch, {math.prod(self.input_shape)})"
-                )
-        # One float64 sum is finite iff every value is (float32 data cannot overflow it); only a
-        # non-finite sum pays for the elementwise check that finds the culprit.
-        with np.errstate(over="ignore", invalid="ignore"):
-            total = np.sum(x, dtype=np.float64)
-        if not np.isfinite(total) and not np.all(np.isfinite(x)):
-            bad = int(np.argwhere(~np.isfinite(x.reshape(len(x), -1)))[0, 0])
-            raise ValueError(f"inputs contain NaN or inf (first at example {bad})")
+                raise InputError(f"{path}.shape", x.shape, f"(batch, *{self.input_shape}) or "
+                                 f"(batch, {math.prod(self.input_shape)}) for {self.name}")
+        _all_finite(path, x)
         return x
 
-    def check_labels(self, y: np.ndarray) -> np.ndarray:
-        """Validate integer labels in ``0 .. num_classes-1``; returns int64."""
+    def check_labels(self, y: np.ndarray, path: str = "y") -> np.ndarray:
+        """Validate integer labels in ``0 .. num_classes-1``; returns int64.
+        ``path`` names the argument in errors."""
         y = np.asarray(y)
         if y.ndim != 1:
-            raise ValueError(f"labels must be 1-D; got shape {y.shape}")
+            raise InputError(f"{path}.shape", y.shape, "(batch,): one integer label per example")
+        allowed = f"an integer class from 0 to {self.num_classes - 1}"
         if len(y) and not np.issubdtype(y.dtype, np.integer):
-            if not np.all(np.mod(y, 1) == 0):
-                raise ValueError(f"labels must be integers; got dtype {y.dtype} with fractional values")
+            whole = np.mod(y, 1) == 0 if np.issubdtype(y.dtype, np.number) else np.zeros(len(y), dtype=bool)
+            if not np.all(whole):
+                bad = int(np.argmin(whole))
+                raise InputError(f"{path}[{bad}]", y[bad].item(), allowed)
         if len(y) and (y.min() < 0 or y.max() >= self.num_classes):
-            bad = y[(y < 0) | (y >= self.num_classes)][0]
-            raise ValueError(f"label {bad} is out of range; allowed 0..{self.num_classes - 1}")
+            bad = int(np.argmax((y < 0) | (y >= self.num_classes)))
+            raise InputError(f"{path}[{bad}]", y[bad].item(), allowed)
         return y.astype(np.int64, copy=False)
 
-    def check_batch(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        x, y = self.check_inputs(x), self.check_labels(y)
+    def check_batch(self, x: np.ndarray, y: np.ndarray, paths: tuple[str, str] = ("x", "y")
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`check_inputs` and :meth:`check_labels`, and one label per
+        example; ``paths`` name the two arguments in errors."""
+        x, y = self.check_inputs(x, paths[0]), self.check_labels(y, paths[1])
         if len(x) != len(y):
-            raise ValueError(f"inputs have {len(x)} examples but labels have {len(y)}")
+            raise InputError(f"len({paths[1]})", len(y), f"len({paths[0]})={len(x)}: one label per example")
         return x, y
 
 
+def _all_finite(path: str, values: np.ndarray) -> None:
+    """An :class:`InputError` at ``path`` naming the first NaN or inf in ``values``, if any."""
+    # One float64 sum is finite iff every value is (float32 data cannot overflow it); only a
+    # non-finite sum pays for the elementwise check that finds the culprit.
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.sum(values, dtype=np.float64)
+    if not np.isfinite(total) and not np.all(np.isfinite(values)):
+        bad = np.unravel_index(int(np.argmin(np.isfinite(values))), values.shape)
+        raise InputError(path, None, "finite values",
+                         problem=f"NaN or inf, first at index {tuple(int(i) for i in bad)}")
+
+
 def _check_dtype(dtype) -> type:
-    dtype = np.dtype(dtype).type
+    try:
+        dtype = np.dtype(dtype).type
+    except TypeError:
+        raise InputError("dtype", dtype, "float32 or float64") from None
     if dtype not in FLOAT_DTYPES:
-        raise ValueError(f"dtype={np.dtype(dtype).name}; allowed: float32, float64")
+        raise InputError("dtype", np.dtype(dtype).name, "float32 or float64")
     return dtype
 
 
@@ -348,9 +365,7 @@ class MLP(Model):
     name = "mlp"
 
     def __init__(self, input_shape=(28, 28), num_classes: int = 10, hidden: int = 128, l2: float = 0.0) -> None:
-        if hidden < 1:
-            raise ValueError(f"hidden={hidden}; allowed: an integer >= 1")
-        self.hidden = int(hidden)
+        self.hidden = _SIZE("hidden", hidden)
         super().__init__(input_shape, num_classes, l2)
 
     def weight_specs(self):
@@ -396,14 +411,12 @@ class SmallCNN(Model):
     def __init__(
         self, input_shape=(28, 28), num_classes: int = 10, filters: int = 8, kernel_size: int = 3, l2: float = 0.0
     ) -> None:
-        if len(input_shape) not in (2, 3):
-            raise ValueError(f"input_shape={tuple(input_shape)}; allowed: (H, W) or (H, W, C)")
-        if filters < 1:
-            raise ValueError(f"filters={filters}; allowed: an integer >= 1")
-        if kernel_size < 1 or kernel_size % 2 == 0:
-            raise ValueError(f"kernel_size={kernel_size}; allowed: an odd integer >= 1 ('same' padding)")
-        self.filters = int(filters)
-        self.kernel_size = int(kernel_size)
+        if not np.iterable(input_shape) or len(input_shape) not in (2, 3):
+            raise InputError("input_shape", input_shape, "(H, W) or (H, W, C)")
+        self.filters = _SIZE("filters", filters)
+        self.kernel_size = _SIZE("kernel_size", kernel_size)
+        if self.kernel_size % 2 == 0:
+            raise InputError("kernel_size", kernel_size, "an odd integer >= 1 ('same' padding)")
         super().__init__(input_shape, num_classes, l2)
 
     @property
@@ -490,6 +503,9 @@ MODELS: dict[str, type[Model]] = {
 
 def make_model(name: str, **kwargs) -> Model:
     """Build a model by name (see :data:`MODELS`)."""
-    if name not in MODELS:
-        raise ValueError(f"model={name!r}; allowed: {sorted(MODELS)}")
-    return MODELS[name](**kwargs)
+    cls = MODELS[OneOf(tuple(sorted(MODELS)))("model", name)]
+    parameters = sorted(inspect.signature(cls).parameters)
+    for key, value in kwargs.items():
+        if key not in parameters:
+            raise InputError(key, value, f"no such argument of {name}; its arguments are {parameters}")
+    return cls(**kwargs)

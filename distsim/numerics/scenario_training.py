@@ -25,6 +25,7 @@ from distsim.numerics.models import Model, make_model
 from distsim.engines.prediction import predict, simulate_updates
 from distsim.scenario import Scenario
 from distsim.numerics.train import LRSchedule, TrainRun, train_sync
+from distsim.validation import InputError, InstanceOf
 
 #: Workload presets that have a NumPy twin in :mod:`distsim.numerics.models`.
 WORKLOAD_MODELS: dict[str, str] = {
@@ -33,15 +34,15 @@ WORKLOAD_MODELS: dict[str, str] = {
     "mnist_small_cnn": "small_cnn",
 }
 
+_SCENARIO = InstanceOf(Scenario, "a distsim.scenario.Scenario")
+
 
 def model_for(scenario: Scenario) -> Model:
     """The :mod:`distsim.numerics.models` model of the scenario's workload."""
-    name = scenario.workload.name
+    name = _SCENARIO("scenario", scenario).workload.name
     if name not in WORKLOAD_MODELS:
-        raise ValueError(
-            f"workload.name={name!r} has no NumPy model; allowed: {sorted(WORKLOAD_MODELS)}, "
-            "or pass model= explicitly"
-        )
+        raise InputError("workload.name", name, f"a workload with a NumPy model, one of {tuple(sorted(WORKLOAD_MODELS))}, "
+                         "or pass model= explicitly")
     return make_model(WORKLOAD_MODELS[name])
 
 
@@ -74,9 +75,10 @@ def train_scenario(
     ``training.steps`` updates per worker, like ``predict``.
 
     Raises:
-        ValueError: a workload without a NumPy model, or backup workers
+        InputError: a workload without a NumPy model, or backup workers
             (use :func:`distsim.numerics.asynctrain.train_backup_sync`).
     """
+    _SCENARIO("scenario", scenario)
     model = model if model is not None else model_for(scenario)
     if data is None:
         data = mnist_subset(min(scenario.workload.num_examples, 60000), 10000, dtype=dtype)
@@ -94,10 +96,8 @@ def train_scenario(
             dtype=dtype, eval_data=eval_data, eval_every=eval_every, scenario=scenario,
         )
     if t.backup_workers:
-        raise ValueError(
-            f"training.backup_workers={t.backup_workers}; train_scenario runs plain synchronous steps "
-            "(use distsim.numerics.asynctrain.train_backup_sync for backup workers)"
-        )
+        raise InputError("training.backup_workers", t.backup_workers, "0: train_scenario runs plain synchronous "
+                         "steps (use distsim.numerics.asynctrain.train_backup_sync for backup workers)")
     return train_sync(
         model, data.x_train, data.y_train,
         num_replicas=scenario.num_replicas, num_workers=c.num_workers, global_batch=t.global_batch,

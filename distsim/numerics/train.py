@@ -39,6 +39,8 @@ from distsim.mechanics import collectives, sharding
 from distsim.numerics.models import Model
 from distsim.mechanics.reduceplan import ReducePlan, compile_schedule
 from distsim.results.result import Curve, Result, Summary
+from distsim.scenario import limits
+from distsim.validation import InputError, InstanceOf, Integer, Number, OneOf, Optional, check_fields, checked
 
 #: How each replica turns its per-example losses into the loss it differentiates.
 #: ``"global_batch"`` is the correct one (sum / global batch size); the others
@@ -47,6 +49,13 @@ REDUCTIONS: tuple[str, ...] = ("global_batch", "mean_then_sum", "sum_over_batch_
 
 #: Examples per forward pass in :func:`evaluate` (bounds memory for the CNN).
 EVAL_CHUNK = 1000
+
+#: A learning rate: any finite rate > 0 (a rate too large shows as :class:`TrainingDiverged`).
+LEARNING_RATE = Number(0, low_open=True)
+#: Replicas trained at once: the scenario's bound (one collective schedule over them).
+REPLICAS = Integer(1, limits.MAX_REPLICAS)
+_COUNT = Integer(1)
+_MODEL = InstanceOf(Model, "a distsim.numerics.models Model, e.g. make_model('mlp')")
 
 
 class TrainingDiverged(RuntimeError):
@@ -73,16 +82,12 @@ class LRSchedule:
     when ``start_lr`` is the small-batch rate and ``peak_lr`` the scaled one).
     """
 
-    peak_lr: float
-    warmup_steps: int = 0
-    start_lr: float | None = None
+    peak_lr: float = checked(LEARNING_RATE)
+    warmup_steps: int = checked(Integer(0), default=0)
+    start_lr: float | None = checked(Optional(LEARNING_RATE, "peak_lr / warmup_steps"), default=None)
 
     def __post_init__(self) -> None:
-        _check_lr("peak_lr", self.peak_lr)
-        if self.start_lr is not None:
-            _check_lr("start_lr", self.start_lr)
-        if isinstance(self.warmup_steps, bool) or not isinstance(self.warmup_steps, (int, np.integer)) or self.warmup_steps < 0:
-            raise ValueError(f"warmup_steps={self.warmup_steps!r}; allowed: an integer >= 0")
+        check_fields(self, "LRSchedule")
 
     def __call__(self, step: int) -> float:
         if step >= self.warmup_steps:
@@ -91,19 +96,11 @@ class LRSchedule:
         return start + (self.peak_lr - start) * step / self.warmup_steps
 
 
-def _check_lr(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise ValueError(f"{name}={value!r}; allowed: a number > 0")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name}={value!r}; allowed: a finite number > 0")
-    return float(value)
-
-
 def as_schedule(learning_rate: float | LRSchedule) -> LRSchedule:
     """A constant rate becomes ``LRSchedule(rate)``; a schedule is returned as is."""
     if isinstance(learning_rate, LRSchedule):
         return learning_rate
-    return LRSchedule(_check_lr("learning_rate", learning_rate))
+    return LRSchedule(LEARNING_RATE("learning_rate", learning_rate))
 
 
 @dataclass
@@ -149,7 +146,7 @@ class TrainRun:
 def with_curve(result: Result, curve: Curve | None) -> Result:
     """A copy of ``result`` whose ``curve`` is ``curve``."""
     if curve is None:
-        raise ValueError("this run has no evaluation curve; pass eval_data when training")
+        raise InputError("curve", None, "a Curve; this run has no evaluation curve: pass eval_data when training")
     return dataclasses.replace(result, curve=curve)
 
 
@@ -210,10 +207,8 @@ class _Replicas:
         options = tuple(sorted((k, _hashable(v)) for k, v in collective_options.items()))
         schedule, plan = _compiled_schedule(algorithm, num_replicas, message_bytes, model.num_params, options)
         if not plan.ranks_agree:
-            raise ValueError(
-                f"algorithm={algorithm!r} leaves different sums on different ranks; synchronous training "
-                "needs every replica to apply the same update"
-            )
+            raise InputError("algorithm", algorithm, "an algorithm that leaves the same sum on every rank "
+                             "(synchronous training applies one update on every replica)")
         return cls(model, num_replicas, schedule, plan, np.dtype(dtype).type)
 
     def step(
@@ -266,10 +261,8 @@ def _example_weights(reduction: str, mask: np.ndarray, sizes: np.ndarray, total:
         per_replica = np.full(len(sizes), 1.0 / total)
     elif reduction == "mean_then_sum":
         per_replica = 1.0 / np.maximum(sizes, 1)
-    elif reduction == "sum_over_batch_size":
+    else:  # "sum_over_batch_size"
         per_replica = 1.0 / (np.maximum(sizes, 1) * len(sizes))
-    else:
-        raise ValueError(f"reduction={reduction!r}; allowed: {REDUCTIONS}")
     return np.where(mask, per_replica[:, None], 0.0).astype(dtype)
 
 
@@ -278,12 +271,17 @@ def _example_weights(reduction: str, mask: np.ndarray, sizes: np.ndarray, total:
 # ---------------------------------------------------------------------------
 
 
-def check_dataset(model: Model, x: np.ndarray, y: np.ndarray, dtype, name: str = "training data"):
-    """Validate ``(x, y)`` once: non-empty, finite, labels in range; returns ``x`` cast to ``dtype``."""
+def check_dataset(model: Model, x: np.ndarray, y: np.ndarray, dtype, name: str | None = None):
+    """Validate ``(x, y)`` once: non-empty, finite, labels in range; returns ``x`` cast to ``dtype``.
+
+    ``name`` is the argument that held the pair (``"eval_data"``: errors at
+    ``eval_data[0]`` and ``eval_data[1]``); ``None`` for arguments ``x`` and ``y``.
+    """
+    paths = ("x", "y") if name is None else (f"{name}[0]", f"{name}[1]")
     x = np.asarray(x)
-    if x.ndim == 0 or len(x) == 0:
-        raise ValueError(f"{name} is empty; need at least one example")
-    x, y = model.check_batch(x, y)
+    if x.ndim and not len(x):
+        raise InputError(paths[0], None, "at least one example", problem="no examples")
+    x, y = model.check_batch(x, y, paths)
     return x.astype(dtype, copy=False), y
 
 
@@ -312,6 +310,7 @@ def prepare(model: Model, x, y, initial_weights, seed: int, dtype, eval_data=Non
 
     Returns ``(weights, x, y, evals)``.
     """
+    _MODEL("model", model)
     weights = model.import_weights(initial_weights, dtype) if initial_weights is not None else model.init(seed, dtype)
     dtype = weights[0].dtype.type
     x, y = check_dataset(model, x, y, dtype)
@@ -338,9 +337,12 @@ def sync_step(
     ``scale_regularization=False`` reproduce loss-scaling mistakes (see
     :mod:`distsim.numerics.losslab`). The input ``weights`` are not modified.
     """
-    lr = _check_lr("learning_rate", learning_rate)
+    _MODEL("model", model)
+    lr = LEARNING_RATE("learning_rate", learning_rate)
+    num_replicas = REPLICAS("num_replicas", num_replicas)
+    OneOf(REDUCTIONS)("reduction", reduction)
     weights = model.import_weights(weights)
-    x, y = check_dataset(model, x, y, weights[0].dtype, "batch")
+    x, y = check_dataset(model, x, y, weights[0].dtype)
     engine = _Replicas.build(model, num_replicas, algorithm, weights[0].dtype, collective_options or {})
     bounds = np.concatenate([[0], np.cumsum(sharding.replica_batch_sizes(len(x), num_replicas))])
     shards = [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
@@ -432,30 +434,29 @@ def train_sync(
             stored in the result (see :func:`distsim.numerics.scenario_training.train_scenario`).
 
     Raises:
-        ValueError: bad data or configuration.
+        InputError: bad data or configuration (the message names the argument).
         TrainingDiverged: the loss or a gradient became NaN/inf; the partial
             run is attached.
     """
     schedule_lr = as_schedule(learning_rate)
-    num_replicas = _positive_int("num_replicas", num_replicas)
-    global_batch = _positive_int("global_batch", global_batch)
-    num_workers = _positive_int("num_workers", num_workers)
-    epochs = _positive_int("epochs", epochs)
+    num_replicas = REPLICAS("num_replicas", num_replicas)
+    global_batch = _COUNT("global_batch", global_batch)
+    num_workers = Integer(1, num_replicas, "at most num_replicas")("num_workers", num_workers)
+    epochs = _COUNT("epochs", epochs)
     if num_replicas % num_workers:
-        raise ValueError(f"num_replicas={num_replicas} is not a multiple of num_workers={num_workers}")
-    if max_steps is not None:
-        max_steps = _positive_int("max_steps", max_steps)
-    if step_time_s is not None and not (math.isfinite(step_time_s) and step_time_s > 0):
-        raise ValueError(f"step_time_s={step_time_s!r}; allowed: a finite number > 0 or None")
+        raise InputError("num_replicas", num_replicas,
+                         f"a multiple of num_workers={num_workers} (every worker holds as many replicas)")
+    max_steps = Optional(_COUNT, "all epochs")("max_steps", max_steps)
+    eval_every = Optional(_COUNT, "once per epoch")("eval_every", eval_every)
+    step_time_s = Optional(Number(0, low_open=True, unit="seconds"), "no time axis")("step_time_s", step_time_s)
     weights, x, y, evals = prepare(model, x, y, initial_weights, seed, dtype, eval_data)
     dtype = weights[0].dtype.type
     steps = sharding.step_assignments(
         len(x), global_batch, num_workers, num_replicas // num_workers, drop_remainder, policy, num_files
     )
     if not steps:
-        raise ValueError(
-            f"{len(x)} examples make no step of global_batch={global_batch} with drop_remainder=True"
-        )
+        raise InputError("global_batch", global_batch,
+                         f"at most the {len(x)} training examples with drop_remainder=True (else no step is left)")
     options = dict(collective_options or {})
     if algorithm == "hierarchical":
         options.setdefault("ranks_per_node", num_replicas // num_workers)
@@ -491,12 +492,6 @@ def train_sync(
             if (t + 1) % eval_every == 0 or t + 1 == total_steps:
                 evals.record(t + 1, flat)
     return finish()
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}={value!r}; allowed: an integer >= 1")
-    return int(value)
 
 
 class _Recorder:

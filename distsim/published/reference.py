@@ -11,16 +11,21 @@ cell. ``data/reference/README.md`` explains the residuals.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from distsim.engines import timing
-from distsim.validation.jsonfile import read_json
 from distsim.engines.prediction import predict
-from distsim.scenario import SCHEMA_VERSION, Scenario
 from distsim.mechanics.strategies import plan
+from distsim.scenario import SCHEMA_VERSION, STRATEGIES, Scenario
+from distsim.validation import (InputError, Integer, Number, OneOf, StringMap, Text, check_fields, check_keys,
+                                checked, read_json)
+
+_COUNT = Integer(1)
+_TEXT = Text(10_000)
 
 
 def reference_dir() -> Path:
@@ -32,11 +37,14 @@ def reference_dir() -> Path:
 class Column:
     """One column of a published table: a strategy and a batch."""
 
-    label: str
-    strategy: str
-    num_workers: int
-    devices_per_worker: int
-    global_batch: int
+    label: str = checked(_TEXT)
+    strategy: str = checked(OneOf(STRATEGIES))
+    num_workers: int = checked(_COUNT)
+    devices_per_worker: int = checked(_COUNT)
+    global_batch: int = checked(_COUNT)
+
+    def __post_init__(self) -> None:
+        check_fields(self, "Column")
 
 
 @dataclass(frozen=True)
@@ -71,30 +79,62 @@ class ReferenceTable:
 def load_tables(path: str | Path | None = None) -> list[ReferenceTable]:
     """Read a reference file (default: the package's ``tables/source001_tables.json``)."""
     path = Path(path) if path is not None else reference_dir() / "source001_tables.json"
-    data = read_json(path, "reference tables")
-    if data.get("schema_version") != 1:
-        raise ValueError(f"{path}: schema_version={data.get('schema_version')!r}; allowed: 1")
-    return [
-        ReferenceTable(
-            id=t["id"],
-            title=t["title"],
-            metric=t["metric"],
-            epochs_reported=int(t["epochs_reported"]),
-            columns=tuple(Column(**c) for c in t["columns"]),
-            published={k: [float(x) for x in v] for k, v in t["published"].items()},
-            datasets={k: int(v) for k, v in t["datasets"].items()},
-            setup=t["setup"],
-            assumptions=t["assumptions"],
-            source=data["source"],
-        )
-        for t in data["tables"]
-    ]
+    data = check_keys(str(path), read_json(path, "reference tables"), ("schema_version", "source", "tables"),
+                      required=("schema_version", "source", "tables"))
+    if data["schema_version"] != 1:
+        raise InputError(f"{path}.schema_version", data["schema_version"], "1 (the reference-table format this "
+                         "distsim reads)")
+    source = _TEXT(f"{path}.source", data["source"])
+    if not isinstance(data["tables"], list):
+        raise InputError(f"{path}.tables", data["tables"], "a list of tables")
+    return [_table(f"{path}.tables[{i}]", t, source) for i, t in enumerate(data["tables"])]
+
+
+def _table(path: str, t: Any, source: str) -> ReferenceTable:
+    """One table of a reference file, every field checked (errors at ``<file>.tables[i].<field>``)."""
+    names = [f.name for f in fields(ReferenceTable) if f.name != "source"]
+    t = check_keys(path, t, names, required=names)
+    if not isinstance(t["columns"], list) or not t["columns"]:
+        raise InputError(f"{path}.columns", t["columns"], "a non-empty list of columns")
+    columns = tuple(_column(f"{path}.columns[{j}]", c) for j, c in enumerate(t["columns"]))
+    published = StringMap()(f"{path}.published", t["published"])
+    for dataset, values in published.items():
+        if not isinstance(values, list) or len(values) != len(columns):
+            raise InputError(f"{path}.published.{dataset}", values, f"one number per column ({len(columns)})")
+        published[dataset] = [float(Number(0, low_open=True, unit="seconds")(f"{path}.published.{dataset}[{j}]", x))
+                              for j, x in enumerate(values)]
+    datasets = {k: _COUNT(f"{path}.datasets.{k}", v) for k, v in StringMap()(f"{path}.datasets", t["datasets"]).items()}
+    missing = sorted(set(published) - set(datasets))
+    if missing:
+        raise InputError(f"{path}.datasets", datasets, f"the size of every published dataset (missing {missing})")
+    return ReferenceTable(
+        id=_TEXT(f"{path}.id", t["id"]),
+        title=_TEXT(f"{path}.title", t["title"]),
+        metric=_TEXT(f"{path}.metric", t["metric"]),
+        epochs_reported=_COUNT(f"{path}.epochs_reported", t["epochs_reported"]),
+        columns=columns,
+        published=published,
+        datasets=datasets,
+        setup=check_keys(f"{path}.setup", t["setup"], ("cluster", "workload", "training"),
+                         required=("cluster", "workload")),
+        assumptions=StringMap()(f"{path}.assumptions", t["assumptions"]),
+        source=source,
+    )
+
+
+def _column(path: str, c: Any) -> Column:
+    names = [f.name for f in fields(Column)]
+    try:
+        return Column(**check_keys(path, c, names, required=names))
+    except InputError as exc:
+        raise exc.rebased("Column", path) from None
 
 
 def cell_scenario(table: ReferenceTable, column: int, dataset: str, compute_s_per_sample: float) -> Scenario:
     """The scenario of one cell: the table's setup plus the column's strategy
     and batch, the dataset's size and the calibrated compute time."""
-    col = table.columns[column]
+    col = table.columns[Integer(0, len(table.columns) - 1, "a column of the table")("column", column)]
+    OneOf(tuple(table.datasets))("dataset", dataset)
     workload = table.setup["workload"]
     workload = dict(workload) if isinstance(workload, dict) else {"preset": workload}
     workload.update(num_examples=table.datasets[dataset], compute_s_per_sample=compute_s_per_sample)

@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from distsim.cli import run_command
+from distsim.cli import OneLineParser, run_command
 from distsim.real.protocol import EXIT_NO_TPU, PARENT_PID_ENV, PROGRESS_PREFIX, NoTPUError
 
 _PR_SET_PDEATHSIG = 1
@@ -180,7 +180,7 @@ def cmd_tpu(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from distsim.real.plan import PS_LOOPS, STRATEGIES
 
-    parser = argparse.ArgumentParser(prog="python -m distsim.real", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m distsim.real", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", metavar="<command>", required=True)
 
     worker = sub.add_parser("worker", help="run one task of an experiment (localhost or a real cluster)")

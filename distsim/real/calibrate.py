@@ -61,6 +61,7 @@ from distsim.real.plan import WORKLOAD_MODELS, RunPlan, _model_kwargs
 from distsim.real.experiment import run as run_experiment
 from distsim.real.tfconfig import build_tf_configs, localhost_cluster, task_name
 from distsim.scenario import Training, load_preset, write_user_preset
+from distsim.validation import InputError, Integer, Number, OneOf, Optional
 
 #: Message sizes (bytes) of the all-reduce benchmarks: 4 KiB .. 4 MiB.
 DEFAULT_SIZES_BYTES: tuple[int, ...] = (4096, 65536, 262144, 1048576, 4194304)
@@ -84,6 +85,10 @@ CURVE_STEPS = 100
 DEVICE_PRESET = "this_machine"
 INTRA_LINK_PRESET = "this_machine_memory"
 INTER_LINK_PRESET = "this_machine_grpc"
+
+
+#: Workloads the micro-benchmarks can run (they train the workload's MNIST model).
+_WORKLOAD = OneOf(tuple(sorted(WORKLOAD_MODELS)))
 
 
 def workload_preset_name(workload: str) -> str:
@@ -268,8 +273,12 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
     ``collective_rounds`` may mix worker counts (each round says its own);
     ``ps_rounds`` are the one-worker parameter-server update intervals.
     """
-    if not local_rounds or not collective_rounds or not ps_rounds:
-        raise ValueError("fit needs at least one local, one collective and one parameter-server round")
+    for name, rounds in (("local_rounds", local_rounds), ("collective_rounds", collective_rounds),
+                         ("ps_rounds", ps_rounds)):
+        if not rounds:
+            raise InputError(name, rounds, "at least one round of measurements")
+    _WORKLOAD("workload", workload)
+    Optional(Integer(1), "as many as the machine reports")("physical_cores", physical_cores)
     first = local_rounds[0]
     batches = list(first["batches"])
     steps = np.median([r["step_time_s"] for r in local_rounds], axis=0)
@@ -361,9 +370,7 @@ def _launch_spec(spec: dict, workdir: Path, tf_configs: Sequence[dict | None], t
 
 def calibration_plan(workload: str) -> RunPlan:
     """The single-replica plan whose model and data the micro-benchmarks use."""
-    if workload not in WORKLOAD_MODELS:
-        raise ValueError(f"workload={workload!r}; allowed: {sorted(WORKLOAD_MODELS)}")
-    model = WORKLOAD_MODELS[workload]
+    model = WORKLOAD_MODELS[_WORKLOAD("workload", workload)]
     values, _ = load_preset("workload", workload)
     return RunPlan("one_device", model=model, model_kwargs=_model_kwargs(model, values["num_params"]), device="cpu")
 
@@ -404,6 +411,13 @@ def _meminfo_bytes() -> float:
     except OSError:
         pass
     return 16e9
+
+
+def _counts(path: str, values: Sequence[int], rule: Integer) -> list[int]:
+    """``values`` as a non-empty list, each checked by ``rule`` (errors at ``path[i]``)."""
+    if isinstance(values, (str, bytes, dict)) or not np.iterable(values) or not len(values := list(values)):
+        raise InputError(path, values, f"a non-empty list, each {rule.allowed()}")
+    return [rule(f"{path}[{i}]", v) for i, v in enumerate(values)]
 
 
 def write_presets(cal: Calibration, directory: str | Path | None = None) -> list[Path]:
@@ -483,9 +497,18 @@ def calibrate(
         preset_dir: where to write them (default: the user preset dir).
         progress: show a progress bar over the rounds.
         timeout_s: per micro-benchmark launch.
+
+    Raises:
+        InputError: an argument it cannot use, before anything runs.
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats={repeats!r}; allowed: an integer >= 1")
+    _WORKLOAD("workload", workload)
+    repeats = Integer(1)("repeats", repeats)
+    workers = _counts("workers", workers, Integer(2, note="a collective across processes needs two"))
+    batches = _counts("batches", batches, Integer(1))
+    devices = _counts("devices", devices, Integer(2, note="an all-reduce needs two devices"))
+    sizes_bytes = _counts("sizes_bytes", sizes_bytes, Integer(1, note="bytes"))
+    steps = Integer(1)("steps", steps)
+    Number(0, low_open=True, unit="seconds")("timeout_s", timeout_s)
     workdir = Path(tempfile.mkdtemp(prefix="distsim-calibrate-"))
     rounds = range(repeats)
     if progress:

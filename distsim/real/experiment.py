@@ -40,6 +40,7 @@ from distsim.real.protocol import EXIT_NO_TPU, PROGRESS_PREFIX, NoTPUError
 from distsim.real.tfconfig import build_tf_configs, localhost_cluster, task_name
 from distsim.results.result import Result
 from distsim.results.trace import Trace
+from distsim.validation import InputError, Integer, Number
 
 #: File (in a run's work folder) with what every emulated NIC carried.
 NIC_COUNTERS = "nic_counters.json"
@@ -216,6 +217,11 @@ def launch_plan(
         HostsUnavailable: the emulated hosts could not be built (nothing is
             left configured).
     """
+    seconds = Number(0, low_open=True, unit="seconds")
+    seconds("timeout_s", timeout_s)  # before any process starts
+    seconds("ready_timeout_s", ready_timeout_s)
+    Number(0, unit="seconds")("progress_every_s", progress_every_s)
+    port_retries = Integer(0)("port_retries", port_retries)
     workdir.mkdir(parents=True, exist_ok=True)
     for attempt in range(port_retries + 1):
         hosts = plan_hosts(plan, emulation)
@@ -265,7 +271,7 @@ def as_plan(experiment, **real_options) -> RunPlan:
 
     if isinstance(experiment, Scenario):
         return plan_from_scenario(experiment, **real_options)
-    raise ValueError(f"experiment is a {type(experiment).__name__}; allowed: a RunPlan or a Scenario")
+    raise InputError("experiment", experiment, "a RunPlan or a distsim.scenario.Scenario")
 
 
 def plan_from_scenario_file(path: str | Path, **real_options) -> tuple[RunPlan, object]:

@@ -31,6 +31,7 @@ from distsim.real.launcher import Launch, LaunchError, LaunchOutcome
 from distsim.real.plan import RunPlan
 from distsim.real.protocol import PROGRESS_PREFIX
 from distsim.results.result import Result
+from distsim.validation import InputError, InstanceOf, Integer, MissingFileError
 
 
 @dataclass
@@ -93,7 +94,8 @@ def load_final_weights(model_dir: str | Path) -> list[np.ndarray]:
     """The chief's ``final_weights.npz`` as a Keras-ordered list of arrays."""
     path = Path(model_dir) / "final_weights.npz"
     if not path.is_file():
-        raise FileNotFoundError(f"no final weights at {path}; did the chief finish training?")
+        raise MissingFileError(str(path), None, "the model_dir of a finished run (its chief writes this file)",
+                               problem="no final weights here; did the chief finish training?")
     with np.load(path) as npz:
         return [npz[f"arr_{i}"] for i in range(len(npz.files))]
 
@@ -101,6 +103,22 @@ def load_final_weights(model_dir: str | Path) -> list[np.ndarray]:
 def _last_error_line(text: str) -> str:
     errors = [ln for ln in text.splitlines() if re.search(r"Error\b|error:", ln) and not ln.startswith(("I0", "W0"))]
     return errors[-1].strip() if errors else ""
+
+
+def _check_failure(plan: RunPlan, kill_after_steps: int, kill_task: str) -> None:
+    InstanceOf(RunPlan, "a RunPlan")("plan", plan)
+    if plan.strategy != "multi_worker_mirrored":
+        raise InputError("plan.strategy", plan.strategy, "'multi_worker_mirrored' (one of its workers is killed)")
+    Integer(2, note="a survivor to see the failure")("plan.num_workers", plan.num_workers)
+    Integer(2, note="a checkpoint to resume from, and an epoch left to train")("plan.epochs", plan.epochs)
+    if plan.shuffle_buffer:
+        raise InputError("plan.shuffle_buffer", plan.shuffle_buffer, "0 (a relaunch would replay another batch order)")
+    last = (plan.epochs - 1) * plan.steps_per_epoch - 1
+    Integer(1, last, "a step before the last epoch, so there is a checkpoint to resume from and work left to do")(
+        "kill_after_steps", kill_after_steps)
+    workers = tuple(f"worker{i}" for i in range(1, plan.num_workers))
+    if kill_task not in workers:
+        raise InputError("kill_task", kill_task, f"one of {workers}: a worker other than the chief, worker0")
 
 
 def run_with_failure(
@@ -125,22 +143,10 @@ def run_with_failure(
         progress: show progress bars.
 
     Raises:
-        ValueError: an unsuitable plan or kill point.
+        InputError: an unsuitable plan, kill point or task.
         LaunchError: the first launch did not fail at all, or the relaunch failed.
     """
-    if plan.strategy != "multi_worker_mirrored" or plan.num_workers < 2:
-        raise ValueError(f"plan {plan.label!r}; allowed: multi_worker_mirrored with >= 2 workers")
-    if plan.shuffle_buffer:
-        raise ValueError(
-            f"plan.shuffle_buffer={plan.shuffle_buffer}; allowed: 0 (a relaunch would replay another batch order)"
-        )
-    if not 0 < kill_after_steps < (plan.epochs - 1) * plan.steps_per_epoch:
-        raise ValueError(
-            f"kill_after_steps={kill_after_steps}; allowed: 1..{(plan.epochs - 1) * plan.steps_per_epoch - 1} "
-            "(before the last epoch, so there is a checkpoint to resume from and work left to do)"
-        )
-    if kill_task == "worker0":
-        raise ValueError("kill_task='worker0' is the chief; allowed: another worker, e.g. 'worker1'")
+    _check_failure(plan, kill_after_steps, kill_task)
     workdir = Path(workdir)
     backup_dir, model_dir = workdir / "backup", workdir / "model"
     killer = _KillAfter("worker0", kill_task, kill_after_steps)

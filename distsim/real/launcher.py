@@ -23,11 +23,13 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 from distsim.real.protocol import PARENT_PID_ENV
+from distsim.validation import (Boolean, InputError, InstanceOf, Integer, Number, Optional, StringMap, Text,
+                                check_fields, checked)
 
 #: What TensorFlow logs when a ``tf.distribute.Server`` is up.
 SERVER_STARTED = r"Started server with target: grpc://"
@@ -40,6 +42,8 @@ TERM_GRACE_S = 3.0
 
 #: How often the launcher looks at the logs and processes, in seconds.
 POLL_S = 0.05
+
+_TIMEOUT = Number(0, low_open=True, unit="seconds")
 
 
 @dataclass
@@ -63,13 +67,27 @@ class Task:
             SIGKILL directly.
     """
 
-    name: str
+    name: str = checked(Text(200))
     argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-    ready_pattern: str | None = SERVER_STARTED
-    ready_count: int = 1
-    must_exit: bool = True
-    stop_signal: int = signal.SIGTERM
+    env: dict[str, str] = checked(StringMap(), default_factory=dict)
+    ready_pattern: str | None = checked(Optional(Text(), "ready as soon as it starts"), default=SERVER_STARTED)
+    ready_count: int = checked(Integer(1), default=1)
+    must_exit: bool = checked(Boolean(), default=True)
+    stop_signal: int = checked(Integer(1, signal.NSIG - 1, "a signal number"), default=signal.SIGTERM)
+
+    def __post_init__(self) -> None:
+        check_fields(self, "Task")
+        if not self.name.strip() or "/" in self.name or self.name in (".", ".."):
+            raise InputError("Task.name", self.name, "a name without '/' (it is also its log file's name)")
+        if not isinstance(self.argv, list) or not self.argv or not all(isinstance(a, str) for a in self.argv):
+            raise InputError("Task.argv", self.argv, "a non-empty list of strings (the command line)")
+        for key, value in self.env.items():
+            Text()(f"Task.env.{key}", value)
+        if self.ready_pattern is not None:
+            try:
+                re.compile(self.ready_pattern)
+            except re.error as exc:
+                raise InputError("Task.ready_pattern", self.ready_pattern, f"a regular expression ({exc})") from None
 
 
 @dataclass
@@ -180,14 +198,16 @@ class Launch:
     """
 
     def __init__(self, tasks: Sequence[Task], log_dir: str | Path, *, watchers: Sequence[Watcher] = ()) -> None:
+        tasks = [InstanceOf(Task, "a Task")(f"tasks[{i}]", t) for i, t in enumerate(tasks)]
         if not tasks:
-            raise ValueError("tasks is empty; allowed: at least one Task")
+            raise InputError("tasks", tasks, "at least one Task")
         names = [t.name for t in tasks]
-        if len(set(names)) != len(names):
-            raise ValueError(f"task names {names} repeat; every task needs its own name")
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise InputError(f"tasks[{i}].name", name, "a name no other task has (it names the log file)")
         if not any(t.must_exit for t in tasks):
-            raise ValueError("no task has must_exit=True; the launch would never finish")
-        self.tasks = list(tasks)
+            raise InputError("tasks", names, "at least one task with must_exit=True (else the launch never finishes)")
+        self.tasks = tasks
         self.log_dir = Path(log_dir)
         self.watchers = list(watchers)
         self._running: list[_Running] = []
@@ -335,6 +355,8 @@ class Launch:
         """
         status, reason = "ok", ""
         try:
+            _TIMEOUT("timeout_s", timeout_s)
+            _TIMEOUT("ready_timeout_s", ready_timeout_s)
             while True:
                 self._poll_logs()
                 codes = {r.task.name: r.proc.poll() for r in self._running}
@@ -383,6 +405,8 @@ def launch(
     watchers: Sequence[Watcher] = (),
 ) -> LaunchOutcome:
     """Start ``tasks``, wait (see :meth:`Launch.wait`), tear down, return the outcome."""
+    _TIMEOUT("timeout_s", timeout_s)  # before any process starts (wait checks again for direct callers)
+    _TIMEOUT("ready_timeout_s", ready_timeout_s)
     with Launch(tasks, log_dir, watchers=watchers) as run:
         return run.wait(timeout_s=timeout_s, ready_timeout_s=ready_timeout_s, fail_fast=fail_fast)
 

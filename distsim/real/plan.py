@@ -10,25 +10,27 @@ experiment.
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from distsim.validation.jsonfile import read_json, write_json
-from distsim.numerics.models import MODELS
-from distsim.scenario import PS_CLUSTERS  # servers in the coordinator's process, or one process per task
-
-#: Strategies distsim.real can run, by short name.
-STRATEGIES: tuple[str, ...] = (
-    "default",
-    "one_device",
-    "mirrored",
-    "multi_worker_mirrored",
-    "parameter_server",
-    "central_storage",
-    "tpu",
+from distsim.validation import (
+    Boolean,
+    InputError,
+    Integer,
+    Number,
+    OneOf,
+    Optional,
+    StringMap,
+    check_fields,
+    check_keys,
+    checked,
+    read_json,
+    write_json,
 )
+from distsim.numerics.models import MODELS
+from distsim.scenario import PS_CLUSTERS, STRATEGIES
+from distsim.scenario.rules import check_replica_layout
 
 #: Device kinds a plan may ask for. ``auto`` means GPU where there is one.
 DEVICES: tuple[str, ...] = ("auto", "cpu", "gpu")
@@ -44,15 +46,7 @@ PS_LOOPS: tuple[str, ...] = ("fit", "custom")
 
 PLAN_SCHEMA_VERSION = 1
 
-
-def _positive(name: str, value: Any, low: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"RunPlan.{name}={value!r}; allowed: an integer >= {low}")
-
-
-def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"RunPlan.{name}={value!r}; allowed: {allowed}")
+_COUNT = Integer(1, 4_096)
 
 
 @dataclass(frozen=True)
@@ -93,84 +87,49 @@ class RunPlan:
             first-touch allocation); they stay in ``step_times_s``.
     """
 
-    strategy: str
-    num_workers: int = 1
-    replicas_per_worker: int = 1
-    num_ps: int = 0
-    per_replica_batch: int = 64
-    steps_per_epoch: int = 20
-    epochs: int = 1
-    model: str = "mlp"
-    model_kwargs: dict[str, Any] = field(default_factory=lambda: {"hidden": 128})
-    learning_rate: float = 0.1
-    seed: int = 0
-    n_train: int | None = None
-    shuffle_buffer: int = 0
-    prefetch: bool | None = None
-    shard_policy: str = "DATA"
-    device: str = "auto"
-    cross_device_op: str = "auto"
-    ps_loop: str = "fit"
-    ps_cluster: str = "in_process"
-    steps_per_execution: int = 1
-    deterministic: bool = False
-    warmup_steps: int = 2
+    strategy: str = checked(OneOf(STRATEGIES))
+    num_workers: int = checked(_COUNT, default=1)
+    replicas_per_worker: int = checked(_COUNT, default=1)
+    num_ps: int = checked(Integer(0, 4_096), default=0)
+    per_replica_batch: int = checked(Integer(1, 60_000), default=64)
+    steps_per_epoch: int = checked(Integer(1, 10_000_000), default=20)
+    epochs: int = checked(Integer(1, 100_000), default=1)
+    model: str = checked(OneOf(tuple(sorted(MODELS))), default="mlp")
+    model_kwargs: dict[str, Any] = checked(StringMap(), default_factory=lambda: {"hidden": 128})
+    learning_rate: float = checked(Number(0, 1e6, low_open=True), default=0.1)
+    seed: int = checked(Integer(0, 2**31 - 1), default=0)
+    n_train: int | None = checked(Optional(Integer(1, 60_000), "one epoch's worth"), default=None)
+    shuffle_buffer: int = checked(Integer(0, 60_000), default=0)
+    prefetch: bool | None = checked(Optional(Boolean(), "nothing added"), default=None)
+    shard_policy: str = checked(OneOf(SHARD_POLICIES), default="DATA")
+    device: str = checked(OneOf(DEVICES), default="auto")
+    cross_device_op: str = checked(OneOf(CROSS_DEVICE_OPS), default="auto")
+    ps_loop: str = checked(OneOf(PS_LOOPS), default="fit")
+    ps_cluster: str = checked(OneOf(PS_CLUSTERS), default="in_process")
+    steps_per_execution: int = checked(Integer(1, 1_000_000), default=1)
+    deterministic: bool = checked(Boolean(), default=False)
+    warmup_steps: int = checked(Integer(0, 1_000_000), default=2)
 
     def __post_init__(self) -> None:
-        _choice("strategy", self.strategy, STRATEGIES)
-        _choice("device", self.device, DEVICES)
-        _choice("cross_device_op", self.cross_device_op, CROSS_DEVICE_OPS)
-        _choice("ps_loop", self.ps_loop, PS_LOOPS)
-        _choice("ps_cluster", self.ps_cluster, PS_CLUSTERS)
-        _choice("model", self.model, tuple(sorted(MODELS)))
-        for name in ("num_workers", "replicas_per_worker", "per_replica_batch", "steps_per_epoch", "epochs",
-                     "steps_per_execution"):
-            _positive(name, getattr(self, name))
-        _positive("num_ps", self.num_ps, 0)
-        _positive("shuffle_buffer", self.shuffle_buffer, 0)
-        _choice("shard_policy", self.shard_policy, SHARD_POLICIES)
-        if self.prefetch not in (None, True, False):
-            raise ValueError(f"RunPlan.prefetch={self.prefetch!r}; allowed: true, false or null")
+        check_fields(self, "RunPlan")
         if self.steps_per_epoch % self.steps_per_execution:
-            raise ValueError(
-                f"RunPlan.steps_per_epoch={self.steps_per_epoch} is not a multiple of "
-                f"steps_per_execution={self.steps_per_execution}; allowed: a multiple"
-            )
-        _positive("warmup_steps", self.warmup_steps, 0)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"RunPlan.seed={self.seed!r}; allowed: an integer >= 0")
-        if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate)
-                and self.learning_rate > 0):
-            raise ValueError(f"RunPlan.learning_rate={self.learning_rate!r}; allowed: a finite number > 0")
-        single = ("default", "one_device", "tpu")
-        if self.strategy in single and (self.num_workers, self.replicas_per_worker) != (1, 1):
-            raise ValueError(
-                f"RunPlan.strategy={self.strategy!r} runs one replica; got num_workers={self.num_workers}, "
-                f"replicas_per_worker={self.replicas_per_worker}; allowed: 1 and 1"
-            )
-        if self.strategy in ("mirrored", "central_storage") and self.num_workers != 1:
-            raise ValueError(
-                f"RunPlan.strategy={self.strategy!r} is one process; num_workers={self.num_workers}; allowed: 1 "
-                "(use replicas_per_worker for the device count, or multi_worker_mirrored for processes)"
-            )
+            raise InputError("RunPlan.steps_per_epoch", self.steps_per_epoch,
+                             f"a multiple of steps_per_execution={self.steps_per_execution}")
+        # TPUStrategy takes every core of the attached TPU: the plan names one replica.
+        layout = "one_device" if self.strategy == "tpu" else self.strategy
+        check_replica_layout(layout, self.num_workers, self.replicas_per_worker, workers_path="RunPlan.num_workers",
+                             devices_path="RunPlan.replicas_per_worker", strategy_path="RunPlan.strategy")
         if self.strategy == "parameter_server":
             if self.num_ps < 1:
-                raise ValueError(f"RunPlan.num_ps={self.num_ps} with parameter_server; allowed: >= 1")
+                raise InputError("RunPlan.num_ps", self.num_ps, ">= 1 with strategy 'parameter_server'")
             if self.replicas_per_worker != 1:
-                raise ValueError(
-                    f"RunPlan.replicas_per_worker={self.replicas_per_worker} with parameter_server; allowed: 1"
-                )
+                raise InputError("RunPlan.replicas_per_worker", self.replicas_per_worker,
+                                 "1 with strategy 'parameter_server' (one device per worker task)")
         elif self.num_ps:
-            raise ValueError(f"RunPlan.num_ps={self.num_ps} needs strategy='parameter_server'; got {self.strategy!r}")
-        if self.n_train is not None:
-            _positive("n_train", self.n_train)
-            if self.n_train > 60000:
-                raise ValueError(f"RunPlan.n_train={self.n_train}; allowed: 1..60000 (MNIST's training set)")
-            if self.n_train < self.global_batch:
-                raise ValueError(
-                    f"RunPlan.n_train={self.n_train} is smaller than one global batch ({self.global_batch}); "
-                    f"allowed: >= {self.global_batch}"
-                )
+            raise InputError("RunPlan.num_ps", self.num_ps, f"0 unless strategy is 'parameter_server' (got {self.strategy!r})")
+        if self.n_train is not None and self.n_train < self.global_batch:
+            raise InputError("RunPlan.n_train", self.n_train,
+                             f">= one global batch ({self.global_batch} examples), at most 60,000 (MNIST's training set)")
 
     # ---- derived sizes -------------------------------------------------------------
     @property
@@ -228,18 +187,10 @@ class RunPlan:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunPlan":
-        if not isinstance(d, dict):
-            raise ValueError(f"a run plan must be a JSON object; got {type(d).__name__}")
-        d = dict(d)
-        version = d.pop("schema_version", None)
-        if version != PLAN_SCHEMA_VERSION:
-            raise ValueError(f"run plan schema_version={version!r}; this distsim reads {PLAN_SCHEMA_VERSION}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"run plan has unknown fields {unknown}; allowed: {sorted(known)}")
-        if "strategy" not in d:
-            raise ValueError("run plan has no 'strategy'; allowed: one of " + str(STRATEGIES))
+        d = check_keys("run plan", d, {f.name for f in fields(cls)} | {"schema_version"},
+                       required=("schema_version", "strategy"))
+        if d.pop("schema_version") != PLAN_SCHEMA_VERSION:
+            raise InputError("run plan.schema_version", d.get("schema_version"), f"{PLAN_SCHEMA_VERSION}")
         return cls(**d)
 
     def save(self, path: str | Path) -> Path:
@@ -273,12 +224,12 @@ def _model_kwargs(model: str, num_params: int) -> dict[str, Any]:
     if model == "mlp":  # 784 h + h + 10 h + 10
         hidden, rest = divmod(num_params - 10, 795)
         if rest or hidden < 1:
-            raise ValueError(f"workload.num_params={num_params} is not an MNIST MLP's (795 h + 10)")
+            raise InputError("workload.num_params", num_params, "an MNIST MLP's count, 795 x hidden + 10")
         return {"hidden": hidden}
     if model == "small_cnn":  # 9 f + f + 7840 f + 10
         filters, rest = divmod(num_params - 10, 7850)
         if rest or filters < 1:
-            raise ValueError(f"workload.num_params={num_params} is not the small CNN's (7850 f + 10)")
+            raise InputError("workload.num_params", num_params, "the small CNN's count, 7850 x filters + 10")
         return {"filters": filters}
     return {}
 
@@ -298,7 +249,7 @@ def plan_from_scenario(scenario, **real_options: Any) -> RunPlan:
     per epoch, each on a ``global_batch / num_workers`` batch.
 
     Raises:
-        ValueError: something the real runs cannot do, naming the field:
+        InputError: something the real runs cannot do, naming the field:
             a non-MNIST workload, a global batch that does not split evenly,
             FILE sharding, backup workers, synchronous PS, or a collective
             TensorFlow has no implementation for.
@@ -306,39 +257,34 @@ def plan_from_scenario(scenario, **real_options: Any) -> RunPlan:
     c, w, s, t = scenario.cluster, scenario.workload, scenario.strategy, scenario.training
     base = w.name.partition("@")[0]  # "mnist_mlp@this_machine" is mnist_mlp, calibrated
     if base not in WORKLOAD_MODELS:
-        raise ValueError(
-            f"workload.name={w.name!r}; distsim.real trains MNIST only, allowed: {sorted(WORKLOAD_MODELS)} "
-            "(optionally with an '@<machine>' suffix)"
-        )
+        raise InputError("workload.name", w.name, f"an MNIST workload for real runs: {sorted(WORKLOAD_MODELS)} "
+                         "(optionally with an '@<machine>' suffix)")
     model = WORKLOAD_MODELS[base]
     if t.global_batch % c.num_replicas:
-        raise ValueError(
-            f"training.global_batch={t.global_batch} does not split evenly over {c.num_replicas} replicas; "
-            f"allowed: a multiple of {c.num_replicas}"
-        )
+        raise InputError("training.global_batch", t.global_batch,
+                         f"a multiple of {c.num_replicas} replicas for a real run (each replica gets the same batch)")
     if t.shard_policy not in SHARD_POLICIES:
-        raise ValueError(f"training.shard_policy={t.shard_policy!r}; allowed for real runs: {SHARD_POLICIES}")
+        raise InputError("training.shard_policy", t.shard_policy, f"one of {SHARD_POLICIES} for real runs")
     if t.backup_workers:
-        raise ValueError(
-            f"training.backup_workers={t.backup_workers}; allowed: 0 (tf.distribute has no backup workers)"
-        )
+        raise InputError("training.backup_workers", t.backup_workers, "0 for real runs (tf.distribute has no backup workers)")
     device = {"cpu": "cpu", "gpu": "gpu", "tpu": "auto"}[c.device.kind]
     options: dict[str, Any] = {}
     steps = t.steps
     if s.name == "parameter_server":
         if (s.mode or "async") != "async":
-            raise ValueError(f"strategy.mode={s.mode!r}; allowed for real parameter-server runs: 'async'")
+            raise InputError("strategy.mode", s.mode, "'async' or null (TF2's ParameterServerStrategy is asynchronous only)")
         if s.algorithm not in (None, "parameter_server"):
-            raise ValueError(f"strategy.algorithm={s.algorithm!r}; allowed with parameter_server: 'parameter_server'")
+            raise InputError("strategy.algorithm", s.algorithm, "'parameter_server' or null with parameter_server")
         options["num_ps"] = s.num_ps
         options["ps_cluster"] = s.ps_cluster
         steps = t.steps * c.num_workers
     elif s.name == "mirrored":
         if s.algorithm not in _MIRRORED_OPS:
-            raise ValueError(f"strategy.algorithm={s.algorithm!r}; allowed with mirrored: {sorted(map(str, _MIRRORED_OPS))}")
+            raise InputError("strategy.algorithm", s.algorithm, f"one of {sorted(map(str, _MIRRORED_OPS))} with mirrored "
+                             "(the cross-device ops TensorFlow has)")
         options["cross_device_op"] = _MIRRORED_OPS[s.algorithm]
     elif s.algorithm not in (None, "ring") and s.name == "multi_worker_mirrored":
-        raise ValueError(f"strategy.algorithm={s.algorithm!r}; allowed with multi_worker_mirrored: 'ring' or null")
+        raise InputError("strategy.algorithm", s.algorithm, "'ring' or null with multi_worker_mirrored")
     fields_ = dict(
         strategy=s.name,
         num_workers=c.num_workers,

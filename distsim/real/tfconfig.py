@@ -19,9 +19,10 @@ import json
 import socket
 from typing import Any, Mapping
 
-#: Jobs a ``cluster`` may hold. ``evaluator`` is deliberately absent: an
-#: evaluator task runs *beside* the cluster, never inside it.
-CLUSTER_JOBS: tuple[str, ...] = ("chief", "worker", "ps")
+from distsim.validation import InputError, Integer, parse_host_port
+
+#: Jobs a ``cluster`` may hold (TF 2.21's ``multi_worker_util._validate_cluster_spec``).
+CLUSTER_JOBS: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
 
 #: Task types a ``task`` may name.
 TASK_TYPES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
@@ -29,33 +30,24 @@ TASK_TYPES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
 #: Top-level keys TensorFlow reads from TF_CONFIG.
 TOP_LEVEL_KEYS: tuple[str, ...] = ("cluster", "task", "rpc_layer", "environment")
 
+#: ``rpc_layer`` values: the server protocols TF's ``server_lib`` documents.
+RPC_LAYERS: tuple[str, ...] = ("grpc", "grpc+verbs")
+
+#: ``environment`` values: ``ClusterResolver.environment`` is "google" inside
+#: Google and "" elsewhere.
+ENVIRONMENTS: tuple[str, ...] = ("", "google")
+
 #: Host names accepted in localhost mode.
 LOCAL_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1", "::1", "[::1]")
 
 
-class TFConfigError(ValueError):
+class TFConfigError(InputError):
     """A TF_CONFIG that TensorFlow cannot run correctly."""
-
-
-def _split_address(job: str, index: int, address: object) -> tuple[str, int]:
-    where = f"cluster[{job!r}][{index}]"
-    if not isinstance(address, str) or ":" not in address:
-        raise TFConfigError(f"{where}={address!r}; allowed: a 'host:port' string such as 'localhost:12345'")
-    host, _, port_text = address.rpartition(":")
-    if not host:
-        raise TFConfigError(f"{where}={address!r} has an empty host; allowed: 'host:port'")
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise TFConfigError(f"{where}={address!r} has port {port_text!r}; allowed: an integer 1..65535") from None
-    if not 1 <= port <= 65535:
-        raise TFConfigError(f"{where}={address!r} has port {port}; allowed: 1..65535")
-    return host, port
 
 
 def is_local_host(host: str) -> bool:
     """Whether ``host`` names this machine's loopback interface."""
-    if host in LOCAL_HOSTS:
+    if host.lower() in LOCAL_HOSTS:
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
@@ -63,96 +55,100 @@ def is_local_host(host: str) -> bool:
         return False
 
 
+def _check_address(job: str, i: int, address: Any, localhost_only: bool) -> tuple[str, int]:
+    path = f"TF_CONFIG.cluster.{job}[{i}]"
+    try:
+        host, port = parse_host_port(path, address)
+    except InputError as exc:
+        raise TFConfigError(exc.path, exc.value, exc.allowed) from None
+    if localhost_only and not is_local_host(host):
+        raise TFConfigError(path, address, f"an address on this machine, hosts {LOCAL_HOSTS} (for a real "
+                            "multi-machine cluster, run 'python -m distsim.real worker' on each machine instead)")
+    return ("loopback" if is_local_host(host) else host), port
+
+
 def _check_cluster(cluster: object, localhost_only: bool) -> dict[str, list[str]]:
     if not isinstance(cluster, Mapping) or not cluster:
-        raise TFConfigError(
-            f"TF_CONFIG 'cluster'={cluster!r}; allowed: a non-empty mapping of job name "
-            f"{CLUSTER_JOBS} to lists of 'host:port' addresses"
-        )
-    if "evaluator" in cluster:
-        raise TFConfigError(
-            "TF_CONFIG 'cluster' contains an 'evaluator' job; the evaluator runs beside the cluster: "
-            "list it only in its own task ({'task': {'type': 'evaluator', 'index': 0}}), never in 'cluster'"
-        )
+        raise TFConfigError("TF_CONFIG.cluster", cluster,
+                            f"a non-empty object of job name {CLUSTER_JOBS} -> list of 'host:port' addresses")
     seen: dict[tuple[str, int], str] = {}
     for job, addresses in cluster.items():
         if job not in CLUSTER_JOBS:
-            raise TFConfigError(f"TF_CONFIG cluster job {job!r} is unknown; allowed: {CLUSTER_JOBS}")
+            raise TFConfigError("TF_CONFIG.cluster", job, f"job names from {CLUSTER_JOBS}")
         if isinstance(addresses, str) or not isinstance(addresses, (list, tuple)) or not addresses:
-            raise TFConfigError(
-                f"TF_CONFIG cluster[{job!r}]={addresses!r}; allowed: a non-empty list of 'host:port' strings"
-            )
+            raise TFConfigError(f"TF_CONFIG.cluster.{job}", addresses, "a non-empty list of 'host:port' strings")
         for i, address in enumerate(addresses):
-            host, port = _split_address(job, i, address)
-            if localhost_only and not is_local_host(host):
-                raise TFConfigError(
-                    f"TF_CONFIG cluster[{job!r}][{i}]={address!r} is not on this machine; in localhost mode "
-                    f"allowed hosts are {LOCAL_HOSTS} (for a real multi-machine cluster, run "
-                    f"'python -m distsim.real worker' on each machine instead)"
-                )
-            key = ("local" if is_local_host(host) else host.lower(), port)
+            key = _check_address(job, i, address, localhost_only)
             if key in seen:
-                raise TFConfigError(
-                    f"TF_CONFIG address {address!r} of {job}[{i}] is already used by {seen[key]}; "
-                    "every task needs its own host:port"
-                )
+                raise TFConfigError(f"TF_CONFIG.cluster.{job}[{i}]", address,
+                                    f"an address no other task uses (it is already {seen[key]}'s; hosts compare "
+                                    "case-insensitively and every loopback name is the same host)")
             seen[key] = f"{job}[{i}]"
-    if len(cluster.get("chief", [])) > 1:
-        raise TFConfigError(f"TF_CONFIG cluster['chief'] has {len(cluster['chief'])} tasks; allowed: at most 1")
+    for job in ("chief", "evaluator"):
+        if len(cluster.get(job, [])) > 1:
+            raise TFConfigError(f"TF_CONFIG.cluster.{job}", cluster[job], f"at most 1 {job} task")
     if "ps" in cluster and not cluster.get("worker"):
-        raise TFConfigError("TF_CONFIG cluster has 'ps' tasks but no 'worker' job; parameter servers need workers")
+        raise TFConfigError("TF_CONFIG.cluster", sorted(cluster), "a 'worker' job beside 'ps' (parameter servers need workers)")
     return {job: list(addresses) for job, addresses in cluster.items()}
+
+
+def _check_task(task: Any, cluster: dict[str, list[str]]) -> dict:
+    if not isinstance(task, Mapping) or set(task) != {"type", "index"}:
+        raise TFConfigError("TF_CONFIG.task", task, "{'type': <task type>, 'index': <int>}")
+    task_type, index = task["type"], task["index"]
+    if task_type not in TASK_TYPES:
+        raise TFConfigError("TF_CONFIG.task.type", task_type, f"one of {TASK_TYPES}")
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise TFConfigError("TF_CONFIG.task.index", index, "an integer")
+    # TF lets an evaluator run beside the cluster; every other task must be one of its jobs.
+    if task_type == "evaluator" and "evaluator" not in cluster:
+        if index != 0:
+            raise TFConfigError("TF_CONFIG.task.index", index, "0 (there is one evaluator)")
+    elif task_type not in cluster:
+        raise TFConfigError("TF_CONFIG.task.type", task_type, f"a job of the cluster: {sorted(cluster)}")
+    elif not 0 <= index < len(cluster[task_type]):
+        raise TFConfigError("TF_CONFIG.task.index", index,
+                            f"0..{len(cluster[task_type]) - 1} (job {task_type!r} has {len(cluster[task_type])} tasks)")
+    return {"type": task_type, "index": index}
 
 
 def validate_tf_config(config: str | Mapping[str, Any], *, localhost_only: bool = False) -> dict:
     """Check a TF_CONFIG (a JSON string or a dict) and return it as a dict.
+
+    The rules are TensorFlow 2.21's (``multi_worker_util._validate_cluster_spec``
+    and ``server_lib``) plus what TF leaves to fail late: strict ``host:port``
+    addresses, no address used twice.
 
     Args:
         config: the TF_CONFIG value.
         localhost_only: also require every address to be on this machine.
 
     Raises:
-        TFConfigError: malformed JSON, missing ``cluster`` or ``task``, an
-            unknown job or task type, a task index out of range, duplicate
-            addresses, an evaluator inside the cluster, more than one chief,
-            or (in localhost mode) a remote address.
+        TFConfigError: malformed JSON, a missing ``cluster`` or ``task``, an
+            unknown job or task type, a task index out of range, a malformed or
+            duplicate address, more than one chief or evaluator, ``ps``
+            without workers, an unknown ``rpc_layer`` or ``environment``, or
+            (in localhost mode) a remote address.
     """
     if isinstance(config, (str, bytes)):
         try:
             config = json.loads(config)
         except json.JSONDecodeError as exc:
-            raise TFConfigError(f"TF_CONFIG is not valid JSON: {exc}") from None
+            raise TFConfigError("TF_CONFIG", None, "a JSON object",
+                                problem=f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     if not isinstance(config, Mapping):
-        raise TFConfigError(f"TF_CONFIG must be a JSON object; got {type(config).__name__}")
-    unknown = sorted(set(config) - set(TOP_LEVEL_KEYS))
-    if unknown:
-        raise TFConfigError(f"TF_CONFIG has unknown keys {unknown}; allowed: {TOP_LEVEL_KEYS}")
+        raise TFConfigError("TF_CONFIG", config, "a JSON object with 'cluster' and 'task'")
+    for key in config:
+        if key not in TOP_LEVEL_KEYS:
+            raise TFConfigError(f"TF_CONFIG.{key}", config[key], f"no such key; the keys are {TOP_LEVEL_KEYS}")
     if "cluster" not in config:
-        raise TFConfigError("TF_CONFIG has no 'cluster'; every task must be given the whole cluster")
+        raise TFConfigError("TF_CONFIG.cluster", None, "the whole cluster (every task is given all of it)")
     cluster = _check_cluster(config["cluster"], localhost_only)
-    task = config.get("task")
-    if not isinstance(task, Mapping) or "type" not in task or "index" not in task:
-        raise TFConfigError(f"TF_CONFIG 'task'={task!r}; allowed: {{'type': <task type>, 'index': <int>}}")
-    task_type, index = task["type"], task["index"]
-    if task_type not in TASK_TYPES:
-        raise TFConfigError(f"TF_CONFIG task type {task_type!r} is unknown; allowed: {TASK_TYPES}")
-    if isinstance(index, bool) or not isinstance(index, int):
-        raise TFConfigError(f"TF_CONFIG task index {index!r}; allowed: an integer")
-    if task_type == "evaluator":
-        if index != 0:
-            raise TFConfigError(f"TF_CONFIG evaluator index {index}; allowed: 0 (there is one evaluator)")
-    elif task_type not in cluster:
-        raise TFConfigError(
-            f"TF_CONFIG task type {task_type!r} is not a job of the cluster; cluster jobs are {sorted(cluster)}"
-        )
-    elif not 0 <= index < len(cluster[task_type]):
-        raise TFConfigError(
-            f"TF_CONFIG task index {index} is out of range for job {task_type!r} with "
-            f"{len(cluster[task_type])} tasks; allowed: 0..{len(cluster[task_type]) - 1}"
-        )
-    out = {"cluster": cluster, "task": {"type": task_type, "index": index}}
-    for key in ("rpc_layer", "environment"):
+    out = {"cluster": cluster, "task": _check_task(config.get("task"), cluster)}
+    for key, allowed in (("rpc_layer", RPC_LAYERS), ("environment", ENVIRONMENTS)):
         if key in config:
+            if config[key] not in allowed or not isinstance(config[key], str):
+                raise TFConfigError(f"TF_CONFIG.{key}", config[key], f"one of {allowed}")
             out[key] = config[key]
     return out
 
@@ -164,8 +160,7 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     returning; a server must bind soon after. The launcher retries on the rare
     race where another process takes a port in between.
     """
-    if count < 1:
-        raise ValueError(f"count={count}; allowed: an integer >= 1")
+    count = Integer(1, 65535)("count", count)
     socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
     try:
         for s in socks:
@@ -185,10 +180,8 @@ def localhost_cluster(num_workers: int, num_ps: int = 0, *, chief: bool = False)
         chief: add a separate ``chief`` task (the coordinator of
             ParameterServerStrategy, or an extra MultiWorkerMirrored worker).
     """
-    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-        raise ValueError(f"num_workers={num_workers!r}; allowed: an integer >= 1")
-    if isinstance(num_ps, bool) or not isinstance(num_ps, int) or num_ps < 0:
-        raise ValueError(f"num_ps={num_ps!r}; allowed: an integer >= 0")
+    num_workers = Integer(1, 10_000)("num_workers", num_workers)
+    num_ps = Integer(0, 10_000)("num_ps", num_ps)
     ports = iter(free_ports(num_workers + num_ps + int(chief)))
     cluster: dict[str, list[str]] = {}
     if chief:
@@ -207,7 +200,7 @@ def build_tf_config(cluster: Mapping[str, list[str]], task_type: str, index: int
 
 
 def build_tf_configs(cluster: Mapping[str, list[str]], *, localhost_only: bool = False) -> list[dict]:
-    """One validated TF_CONFIG per task, chief first, then workers, then ps."""
+    """One validated TF_CONFIG per task: chief, workers, ps, then the evaluator."""
     return [
         build_tf_config(cluster, job, i, localhost_only=localhost_only)
         for job in CLUSTER_JOBS

@@ -22,6 +22,7 @@ from typing import Sequence, Union
 import numpy as np
 
 from distsim.results.result import Result
+from distsim.validation import InputError, InstanceOf, Integer, Number, Optional
 
 Measured = Union[Result, Sequence[Result]]
 
@@ -120,11 +121,23 @@ class Comparison:
         return "\n".join(lines)
 
 
-def _as_runs(item: Measured) -> list[Result]:
-    runs = [item] if isinstance(item, Result) else list(item)
-    if not runs or not all(isinstance(r, Result) for r in runs):
-        raise ValueError("each measured entry must be a Result or a non-empty sequence of Results")
-    return runs
+_RESULT = InstanceOf(Result, "a Result")
+_STEP_TIME = Number(0, low_open=True, unit="seconds")
+
+
+def _run(path: str, result: Result) -> Result:
+    """``result`` checked: a Result whose step time is a finite number > 0."""
+    _STEP_TIME(f"{path}.summary.step_time_s", _RESULT(path, result).summary.step_time_s)
+    return result
+
+
+def _as_runs(path: str, item: Measured) -> list[Result]:
+    """``item`` as a list of its repeats: a Result, or a non-empty list of them."""
+    if isinstance(item, Result):
+        return [_run(path, item)]
+    if isinstance(item, (str, bytes, dict)) or not isinstance(item, Sequence) or not item:
+        raise InputError(path, item, "a Result or a non-empty list of Results (its repeats)")
+    return [_run(f"{path}[{j}]", r) for j, r in enumerate(item)]
 
 
 def _step(r: Result) -> float:
@@ -153,26 +166,32 @@ def compare(
             then use these pairs instead of the baseline row's repeats.
 
     Raises:
-        ValueError: lengths differ, a bad baseline index, or non-positive times.
+        InputError: lengths differ, a bad baseline index, or a step time
+            that is not a finite number > 0.
     """
-    predicted = list(predicted)
-    runs = [_as_runs(m) for m in measured]
-    if len(predicted) != len(runs) or not predicted:
-        raise ValueError(f"got {len(predicted)} predictions and {len(runs)} measurements; allowed: equal, >= 1")
+    predicted = [_run(f"predicted[{i}]", p) for i, p in enumerate(predicted)]
+    if not predicted:
+        raise InputError("predicted", predicted, "at least one Result")
+    runs = [_as_runs(f"measured[{i}]", m) for i, m in enumerate(measured)]
+    if len(runs) != len(predicted):
+        raise InputError("measured", None, f"one entry per prediction ({len(predicted)})",
+                         problem=f"{len(runs)} entries")
     if labels is not None and len(labels) != len(predicted):
-        raise ValueError(f"got {len(labels)} labels for {len(predicted)} configurations")
-    if baseline is not None and not 0 <= baseline < len(predicted):
-        raise ValueError(f"baseline={baseline}; allowed: an index 0..{len(predicted) - 1}")
+        raise InputError("labels", list(labels), f"one label per configuration ({len(predicted)})")
+    baseline = Optional(Integer(0, len(predicted) - 1, "an index into predicted"), "no ratios")("baseline", baseline)
     if paired_baselines is not None:
         if baseline is None:
-            raise ValueError("paired_baselines needs baseline= (the row the pairs stand for)")
-        pairs = [_as_runs(b) for b in paired_baselines]
-        if len(pairs) != len(runs) or any(len(b) != len(r) for b, r in zip(pairs, runs)):
-            raise ValueError("paired_baselines: one baseline run per measured repeat of every configuration")
+            raise InputError("baseline", None, "an index into predicted when paired_baselines is given "
+                             "(the row the pairs stand for)")
+        pairs = [_as_runs(f"paired_baselines[{i}]", b) for i, b in enumerate(paired_baselines)]
+        if len(pairs) != len(runs):
+            raise InputError("paired_baselines", None, f"one entry per configuration ({len(runs)})",
+                             problem=f"{len(pairs)} entries")
+        for i, (b, r) in enumerate(zip(pairs, runs)):
+            if len(b) != len(r):
+                raise InputError(f"paired_baselines[{i}]", None, f"{len(r)} runs, one per measured repeat of "
+                                 f"configuration {i}", problem=f"{len(b)} runs")
     labels = list(labels) if labels is not None else [f"{p.strategy} x{p.num_replicas}" for p in predicted]
-    for p, rs in zip(predicted, runs):
-        if _step(p) <= 0 or any(_step(r) <= 0 for r in rs):
-            raise ValueError(f"non-positive step time for {p.strategy}; times must be > 0 seconds")
     rows = []
     for i, (p, rs, label) in enumerate(zip(predicted, runs, labels)):
         steps = np.array([_step(r) for r in rs])

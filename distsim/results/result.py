@@ -7,14 +7,15 @@ That is what makes "predicted vs measured" one function call.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from distsim.validation.jsonfile import read_json, write_json
-from distsim.results.trace import Trace
+from distsim.results.trace import Trace, as_column, check_columns
+from distsim.validation import (InputError, InstanceOf, Integer, OneOf, Optional, StringMap, Text, check_fields,
+                                check_keys, checked, read_json, write_json)
 
 #: Where a result came from.
 SOURCES: tuple[str, ...] = ("predicted", "simulated", "measured")
@@ -31,13 +32,20 @@ class Summary:
             training the mean time between applied updates times the number of
             workers, in seconds.
         throughput_samples_per_s: training examples processed per second.
-        speedup: throughput relative to one device of the same kind; ``None``
-            when no baseline is known.
+        speedup: weak scaling: throughput relative to one device of the same
+            kind running one replica's batch; ``None`` when no baseline is known.
         efficiency: ``speedup / num_replicas``; ``None`` without a speedup.
         comm_fraction: share of the step spent in communication that is not
             hidden behind compute (0..1); ``None`` when not measured.
         epoch_time_s: seconds for one pass over the training set, or ``None``.
         mean_staleness: mean staleness of applied updates (async only).
+        strong_speedup: strong scaling: throughput relative to one device of
+            the same kind running the whole global batch; ``None`` when not known.
+        steps_per_epoch: synchronous steps (async: applied updates) in one
+            epoch; ``None`` when not known.
+        memory_bytes_per_replica: device memory one replica needs, bytes (a
+            lower bound; see :mod:`distsim.mechanics.memory`); ``None`` when
+            not known.
     """
 
     step_time_s: float
@@ -47,6 +55,9 @@ class Summary:
     comm_fraction: float | None = None
     epoch_time_s: float | None = None
     mean_staleness: float | None = None
+    strong_speedup: float | None = None
+    steps_per_epoch: int | None = None
+    memory_bytes_per_replica: float | None = None
 
 
 @dataclass
@@ -66,9 +77,8 @@ class Curve:
     accuracy: np.ndarray
 
     def __post_init__(self) -> None:
-        lengths = {len(self.step), len(self.time_s), len(self.loss), len(self.accuracy)}
-        if len(lengths) != 1:
-            raise ValueError(f"Curve columns differ in length: {sorted(lengths)}")
+        check_columns("Curve", {"step": self.step, "time_s": self.time_s, "loss": self.loss,
+                                "accuracy": self.accuracy})
 
 
 @dataclass
@@ -84,10 +94,7 @@ class Staleness:
     worker: np.ndarray  # int64, one per applied update
 
     def __post_init__(self) -> None:
-        if len(self.staleness) != len(self.worker):
-            raise ValueError(
-                f"Staleness has {len(self.staleness)} values but {len(self.worker)} worker ids"
-            )
+        check_columns("Staleness", {"staleness": self.staleness, "worker": self.worker})
 
     @property
     def mean(self) -> float:
@@ -120,21 +127,20 @@ class Result:
             versions, date, command, ...
     """
 
-    source: str
-    strategy: str
-    num_replicas: int
-    global_batch: int
-    summary: Summary
+    source: str = checked(OneOf(SOURCES))
+    strategy: str = checked(Text(200))
+    num_replicas: int = checked(Integer(1))
+    global_batch: int = checked(Integer(1))
+    summary: Summary = checked(InstanceOf(Summary))
     step_times_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    trace: Trace | None = None
-    curve: Curve | None = None
-    staleness: Staleness | None = None
+    trace: Trace | None = checked(Optional(InstanceOf(Trace), "not recorded"), default=None)
+    curve: Curve | None = checked(Optional(InstanceOf(Curve), "did not train"), default=None)
+    staleness: Staleness | None = checked(Optional(InstanceOf(Staleness), "not asynchronous"), default=None)
     scenario: Any = None
-    meta: dict[str, str] = field(default_factory=dict)
+    meta: dict[str, str] = checked(StringMap(), default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.source not in SOURCES:
-            raise ValueError(f"Result.source={self.source!r}; allowed: {SOURCES}")
+        check_fields(self, "Result")
 
     @property
     def per_replica_batch(self) -> float:
@@ -166,43 +172,85 @@ class Result:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Result":
-        version = d.get("schema_version")
-        if version != RESULT_SCHEMA_VERSION:
-            raise ValueError(
-                f"result schema_version={version!r}; this distsim reads version {RESULT_SCHEMA_VERSION}"
+    def from_dict(cls, d: Any) -> "Result":
+        """A result from :meth:`to_dict`'s JSON data; errors at ``result.<field>``."""
+        d = check_keys("result", d, [f.name for f in fields(cls)] + ["schema_version"], required=_REQUIRED)
+        if d["schema_version"] != RESULT_SCHEMA_VERSION:
+            raise InputError("result.schema_version", d["schema_version"],
+                             f"{RESULT_SCHEMA_VERSION} (the result format this distsim reads)")
+        summary = check_keys("result.summary", d["summary"], [f.name for f in fields(Summary)],
+                             required=("step_time_s", "throughput_samples_per_s"))
+        try:
+            return cls(
+                source=d["source"],
+                strategy=d["strategy"],
+                num_replicas=d["num_replicas"],
+                global_batch=d["global_batch"],
+                summary=Summary(**summary),
+                step_times_s=as_column("result.step_times_s", d.get("step_times_s", []), float),
+                trace=_part(d, "trace", Trace.from_dict),
+                curve=_part(d, "curve", _curve_from),
+                staleness=_part(d, "staleness", _staleness_from),
+                scenario=_part(d, "scenario", _scenario_from),
+                meta={k: str(v) for k, v in StringMap()("result.meta", d.get("meta", {})).items()},
             )
-        scenario = None
-        if d.get("scenario") is not None:
-            from distsim.scenario import Scenario
-
-            scenario = Scenario.from_dict(d["scenario"])
-        curve = d.get("curve")
-        stale = d.get("staleness")
-        return cls(
-            source=d["source"],
-            strategy=d["strategy"],
-            num_replicas=int(d["num_replicas"]),
-            global_batch=int(d["global_batch"]),
-            summary=Summary(**d["summary"]),
-            step_times_s=np.asarray(d.get("step_times_s", []), dtype=float),
-            trace=Trace.from_dict(d["trace"]) if d.get("trace") else None,
-            curve=Curve(**{k: np.asarray(v) for k, v in curve.items()}) if curve else None,
-            staleness=(
-                Staleness(**{k: np.asarray(v, dtype=np.int64) for k, v in stale.items()})
-                if stale
-                else None
-            ),
-            scenario=scenario,
-            meta={str(k): str(v) for k, v in d.get("meta", {}).items()},
-        )
+        except InputError as exc:
+            raise exc.rebased("Result", "result") from None
 
     def save(self, path: str | Path) -> Path:
         return write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | Path) -> "Result":
-        return cls.from_dict(read_json(path, "result file"))
+        """The result stored at ``path``; errors name the file (``<path>.summary``)."""
+        return _from_file(path, read_json(path, "result file"))
+
+
+#: Keys every stored result has.
+_REQUIRED = ("schema_version", "source", "strategy", "num_replicas", "global_batch", "summary")
+
+
+def _from_file(path: str | Path, data: Any) -> Result:
+    try:
+        return Result.from_dict(data)
+    except InputError as exc:
+        raise exc.rebased("result", str(path)) from None
+
+
+def _part(d: dict, key: str, build) -> Any:
+    """``build(d[key])``, or None when the key is absent or null; errors at ``result.<key>...``."""
+    if d.get(key) is None:
+        return None
+    try:
+        return build(d[key])
+    except InputError as exc:
+        moved = exc.rebased(key, f"result.{key}")
+        raise (moved if moved is not exc else exc.at(f"result.{key}")) from None
+
+
+def _curve_from(d: Any) -> Curve:
+    names = [f.name for f in fields(Curve)]
+    d = check_keys("curve", d, names, required=names)
+    dtypes = {"step": np.int64}
+    try:
+        return Curve(**{k: as_column(f"curve.{k}", d[k], dtypes.get(k, np.float64)) for k in names})
+    except InputError as exc:
+        raise exc.rebased("Curve", "curve") from None
+
+
+def _staleness_from(d: Any) -> Staleness:
+    names = [f.name for f in fields(Staleness)]
+    d = check_keys("staleness", d, names, required=names)
+    try:
+        return Staleness(**{k: as_column(f"staleness.{k}", d[k], np.int64) for k in names})
+    except InputError as exc:
+        raise exc.rebased("Staleness", "staleness") from None
+
+
+def _scenario_from(d: Any):
+    from distsim.scenario import Scenario  # results sit above the scenario; imported when a file holds one
+
+    return Scenario.from_dict(d)
 
 
 def load_stored_results(directory: str | Path) -> list[Result]:
@@ -216,8 +264,5 @@ def load_stored_results(directory: str | Path) -> list[Result]:
     for path in sorted(Path(directory).glob("*.json")):
         d = read_json(path, "result file")
         if isinstance(d, dict) and "schema_version" in d and "source" in d:
-            try:
-                results.append(Result.from_dict(d))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ValueError(f"{path} is not a valid result file: {exc}") from None
+            results.append(_from_file(path, d))
     return results

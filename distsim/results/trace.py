@@ -12,14 +12,51 @@ format, which opens in Perfetto (https://ui.perfetto.dev).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from distsim.validation import InputError, OneOf, check_keys
+
 #: What a device can be doing. ``idle`` covers waiting for peers or data.
 EVENT_KINDS: tuple[str, ...] = ("input", "compute", "comm", "update", "idle")
+
+_KIND = OneOf(EVENT_KINDS)
+
+
+def check_columns(owner: str, columns: dict[str, Any]) -> int:
+    """The common length of the 1-D ``columns`` (name -> array); an
+    :class:`InputError` at ``<owner>.<name>`` for one that is not 1-D or
+    whose length differs from the first column's."""
+    (first, reference), *rest = columns.items()
+    n = len(_one_d(f"{owner}.{first}", reference))
+    for name, column in rest:
+        m = len(_one_d(f"{owner}.{name}", column))
+        if m != n:
+            raise InputError(f"{owner}.{name}", None, f"one entry per entry of {owner}.{first} ({n})",
+                             problem=f"{m} entries")
+    return n
+
+
+def _one_d(path: str, column: Any) -> Any:
+    if np.ndim(column) != 1:
+        raise InputError(path, column, "a 1-D array (one entry per row)")
+    return column
+
+
+def as_column(path: str, values: Any, dtype) -> np.ndarray:
+    """``values`` (a list read from JSON) as a 1-D array of ``dtype``: it must
+    hold integers for an integer ``dtype``, numbers for a float one."""
+    kind, what = (np.integer, "integers") if np.issubdtype(dtype, np.integer) else (np.number, "numbers")
+    try:
+        column = np.asarray(values)
+    except ValueError:  # a ragged list
+        column = None
+    if column is None or column.ndim != 1 or (column.size and not np.issubdtype(column.dtype, kind)):
+        raise InputError(path, values, f"a list of {what}")
+    return column.astype(dtype)
 
 
 @dataclass(frozen=True)
@@ -47,6 +84,10 @@ class Event:
         return self.end_s - self.start_s
 
 
+#: The event columns of a :class:`Trace`, all of one length.
+_COLUMNS = ("start_s", "end_s", "device", "kind", "step", "label")
+
+
 @dataclass
 class Trace:
     """Events in columns. ``device``/``kind``/``label`` are indices into the
@@ -62,22 +103,30 @@ class Trace:
     label: np.ndarray  # int32 index into labels
 
     def __post_init__(self) -> None:
-        n = len(self.start_s)
-        for name in ("device", "kind", "end_s", "step", "label"):
-            if len(getattr(self, name)) != n:
-                raise ValueError(f"Trace column {name!r} has {len(getattr(self, name))} entries, expected {n}")
-        if n and np.any(self.end_s < self.start_s):
-            bad = int(np.argmax(self.end_s < self.start_s))
-            raise ValueError(f"Trace event {bad} ends ({self.end_s[bad]}) before it starts ({self.start_s[bad]})")
+        n = check_columns("Trace", {name: getattr(self, name) for name in _COLUMNS})
+        if not n:
+            return
+        for name, table in (("device", self.devices), ("kind", EVENT_KINDS), ("label", self.labels)):
+            column = getattr(self, name)
+            outside = (column < 0) | (column >= len(table))
+            if outside.any():
+                bad = int(np.argmax(outside))
+                raise InputError(f"Trace.{name}[{bad}]", column[bad].item(),
+                                 f"an index into {'EVENT_KINDS' if name == 'kind' else 'Trace.' + name + 's'} "
+                                 f"(0..{len(table) - 1})")
+        backwards = self.end_s < self.start_s
+        if backwards.any():
+            bad = int(np.argmax(backwards))
+            raise InputError(f"Trace.end_s[{bad}]", self.end_s[bad].item(),
+                             f">= Trace.start_s[{bad}]={self.start_s[bad]!r} (an event ends after it starts)")
 
     @classmethod
     def from_events(cls, events: Sequence[Event]) -> "Trace":
         """Build a trace from row events (convenient for small traces and real runs)."""
         devices: dict[str, int] = {}
         labels: dict[str, int] = {}
-        for e in events:
-            if e.kind not in EVENT_KINDS:
-                raise ValueError(f"event kind {e.kind!r} is not one of {EVENT_KINDS}")
+        for i, e in enumerate(events):
+            _KIND(f"events[{i}].kind", e.kind)
             devices.setdefault(e.device, len(devices))
             labels.setdefault(e.label, len(labels))
         return cls(
@@ -163,18 +212,29 @@ class Trace:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Trace":
+    def from_dict(cls, d: Any) -> "Trace":
+        """A trace from :meth:`to_dict`'s JSON data; errors at ``trace.<field>``."""
+        names = [f.name for f in fields(cls)]
+        d = check_keys("trace", d, names, required=names)
+        for name in ("devices", "labels", "kind"):
+            if not isinstance(d[name], list) or name != "kind" and not all(isinstance(t, str) for t in d[name]):
+                raise InputError(f"trace.{name}", d[name], "a list of strings")
         try:
-            kinds = [EVENT_KINDS.index(k) for k in d["kind"]]
-        except ValueError as exc:
-            raise ValueError(f"trace has an unknown event kind; allowed: {EVENT_KINDS}") from exc
-        return cls(
-            devices=list(d["devices"]),
-            labels=list(d["labels"]),
-            device=np.asarray(d["device"], dtype=np.int32),
-            kind=np.asarray(kinds, dtype=np.int8),
-            start_s=np.asarray(d["start_s"], dtype=np.float64),
-            end_s=np.asarray(d["end_s"], dtype=np.float64),
-            step=np.asarray(d["step"], dtype=np.int64),
-            label=np.asarray(d["label"], dtype=np.int32),
-        )
+            kinds = np.array([EVENT_KINDS.index(k) for k in d["kind"]], dtype=np.int8)
+        except ValueError:  # an unknown kind: the rule names the first one
+            for i, k in enumerate(d["kind"]):
+                _KIND(f"trace.kind[{i}]", k)
+            raise
+        try:
+            return cls(
+                devices=list(d["devices"]),
+                labels=list(d["labels"]),
+                device=as_column("trace.device", d["device"], np.int32),
+                kind=kinds,
+                start_s=as_column("trace.start_s", d["start_s"], np.float64),
+                end_s=as_column("trace.end_s", d["end_s"], np.float64),
+                step=as_column("trace.step", d["step"], np.int64),
+                label=as_column("trace.label", d["label"], np.int32),
+            )
+        except InputError as exc:
+            raise exc.rebased("Trace", "trace") from None

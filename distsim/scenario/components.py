@@ -12,10 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from distsim.scenario import limits
+from distsim.scenario import limits, rules
 from distsim.validation import (
     Boolean,
-    InputError,
     InstanceOf,
     Integer,
     Number,
@@ -110,9 +109,7 @@ class Device:
 
     def __post_init__(self) -> None:
         check_fields(self, "Device")
-        if self.replica_variable_s > self.replica_dispatch_s:
-            raise InputError("Device.replica_variable_s", self.replica_variable_s,
-                             f"<= replica_dispatch_s={self.replica_dispatch_s:g} seconds (it is a part of it)")
+        rules.check_device(lambda name: getattr(self, name), "Device")
 
     @property
     def effective_flops(self) -> float:
@@ -216,18 +213,7 @@ class Cluster:
 
     def __post_init__(self) -> None:
         check_fields(self, "Cluster")
-        if self.physical_cores is not None and self.device.kind != "cpu":
-            raise InputError("Cluster.physical_cores", self.physical_cores,
-                             f"null for a {self.device.kind} device (CPU devices share cores)")
-        if self.straggler_cores is not None and (self.physical_cores is None
-                                                 or self.straggler_cores > self.physical_cores):
-            raise InputError("Cluster.straggler_cores", self.straggler_cores,
-                             f"null, or <= physical_cores={self.physical_cores} (a straggler is a CPU worker "
-                             "with fewer cores than the others)")
-        if self.num_replicas > limits.MAX_REPLICAS:
-            raise InputError("Cluster.devices_per_worker", self.devices_per_worker,
-                             f"num_workers x devices_per_worker <= {limits.MAX_REPLICAS:,} replicas "
-                             f"(here {self.num_workers:,} x {self.devices_per_worker:,})")
+        rules.check_cluster(lambda name: getattr(self, name), self.device.kind, "Cluster")
 
     @property
     def num_replicas(self) -> int:
@@ -307,13 +293,12 @@ class Strategy:
 
     def __post_init__(self) -> None:
         check_fields(self, "Strategy")
-        if self.mode == "async" and self.name != "parameter_server":
-            raise InputError("Strategy.mode", self.mode, "'sync' or null (only parameter_server trains asynchronously)")
+        rules.check_strategy(self.name, self.mode, "Strategy")
 
     @property
     def resolved_mode(self) -> str:
         """``mode``, or the strategy's default: async for parameter_server, sync otherwise."""
-        return self.mode or ("async" if self.name == "parameter_server" else "sync")
+        return rules.resolved_mode(self.name, self.mode)
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,19 @@ MAX_WORKERS = 100_000
 MAX_DEVICES_PER_WORKER = 1_024
 #: Replicas in one scenario (workers x devices). The collective cost is priced
 #: from an explicit transfer schedule whose size grows with the square of the
-#: ranks: 1,024 ranks take seconds.
-MAX_REPLICAS = 1_024
-#: Steps the timeline simulates (or updates per worker, async).
-MAX_STEPS = 100_000
-#: Steps x replicas x gradient buckets of one timeline (its arrays' size).
-MAX_TIMELINE_CELLS = 2_000_000
-#: Updates the asynchronous parameter-server simulation applies (steps x workers).
-MAX_ASYNC_UPDATES = 10_000_000
+#: ranks: 512 ranks take 1-2 s the first time (then it is cached), 1,024 take
+#: 10-30 s.
+MAX_REPLICAS = 512
+#: Steps the timeline simulates (or updates per worker, async): its loop
+#: costs about 0.5 ms a step, so 10,000 steps take about 5 s.
+MAX_STEPS = 10_000
+#: Steps x replicas x gradient buckets of one timeline: about 1 kB of arrays
+#: and trace events each, so the bound keeps a timeline near 0.5 GB.
+MAX_TIMELINE_CELLS = 500_000
+#: Updates the asynchronous parameter-server simulation applies (steps x
+#: workers): predict takes about 11 us and 240 bytes per update (500,000
+#: updates: 5.5 s, 118 MB), so a million stay near 10 s.
+MAX_ASYNC_UPDATES = 1_000_000
 #: Gradient tensors of a workload (buckets hold whole tensors).
 MAX_GRADIENT_TENSORS = 100_000
 #: Rows of one sweep (the product of the grid's lengths).

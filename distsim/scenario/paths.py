@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from distsim.validation import InputError
+from distsim.validation import InputError, Rule, rule_of
 
 #: Fields that are bookkeeping, not experiment settings.
 HIDDEN_FIELDS: frozenset[str] = frozenset({"sources"})
@@ -34,3 +34,20 @@ def replace_path(obj: Any, path: str, value: Any, done: str = "") -> Any:
         return dataclasses.replace(obj, **{name: new})
     except InputError as exc:  # a part reports under its class name; say where it sits
         raise (exc.rebased(type(obj).__name__, done) if done else exc) from None
+
+
+def rule_at(obj: Any, path: str) -> Rule | None:
+    """The rule guarding the field at dotted ``path`` of dataclass ``obj``
+    (None for a part such as ``cluster.device``, which validates itself)."""
+    parts = path.split(".") if isinstance(path, str) and path else [None]
+    done = ""
+    for i, name in enumerate(parts):
+        here = f"{done}.{name}" if done else str(name)
+        if not dataclasses.is_dataclass(obj) or name not in settable_fields(obj):
+            allowed = settable_fields(obj) if dataclasses.is_dataclass(obj) else []
+            raise InputError(here, None, f"a path through the fields {allowed}",
+                             problem=f"no field {name!r}" + (f" in {done}" if done else ""))
+        if i == len(parts) - 1:
+            return rule_of(obj, name)
+        obj, done = getattr(obj, name), here
+    return None

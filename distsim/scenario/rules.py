@@ -1,20 +1,25 @@
-"""Rules that tie fields of a scenario together.
+"""Rules that tie fields together, for one scenario or a whole sweep grid.
 
-Each function checks one combination and raises
-:class:`~distsim.validation.InputError` at the field a learner should change.
+Every rule reads its values through ``get(path)``, which returns a Python
+value for one scenario or a NumPy array (one entry per grid row) for a sweep,
+so the same rule checks both and a grid row can never pass a rule a scenario
+fails. A violation raises :class:`~distsim.validation.InputError` at the field
+a learner should change, with the first offending row's values.
+
 :func:`check_replica_layout` is shared with ``distsim.real.RunPlan``, so the
 simulator and the real runs accept the same cluster shapes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Callable
+
+import numpy as np
 
 from distsim.scenario import limits
 from distsim.validation import InputError
 
-if TYPE_CHECKING:
-    from distsim.scenario.scenario import Scenario
+Get = Callable[[str], Any]
 
 #: Strategies that run exactly one replica.
 SINGLE_REPLICA: tuple[str, ...] = ("default", "one_device")
@@ -22,10 +27,37 @@ SINGLE_REPLICA: tuple[str, ...] = ("default", "one_device")
 ONE_MACHINE: tuple[str, ...] = ("mirrored", "central_storage")
 
 
+def _first(bad: Any) -> int | None:
+    """Index of the first True in ``bad`` (0 for a scalar True), else None."""
+    bad = np.asarray(bad, dtype=bool)
+    if not bad.any():
+        return None
+    return int(np.flatnonzero(bad.ravel())[0]) if bad.ndim else 0
+
+
+def _row(value: Any, i: int) -> Any:
+    """Entry ``i`` of a grid column, or the value itself for a scalar."""
+    a = np.asarray(value)
+    if a.ndim == 0:
+        return value.item() if hasattr(value, "item") else value
+    item = a.ravel()[i]
+    return item.item() if hasattr(item, "item") else item
+
+
+def _require(ok: Any, path: str, value: Any, allowed: Callable[[int], str]) -> None:
+    """Raise at ``path`` for the first row where ``ok`` is false; ``allowed(i)``
+    says what that row would need."""
+    i = _first(np.logical_not(ok))
+    if i is not None:
+        shown = _row(value, i)
+        if isinstance(shown, float) and shown.is_integer() and abs(shown) < 2**53:
+            shown = int(shown)  # grid columns are float arrays; show 3, not 3.0
+        raise InputError(path, shown, allowed(i))
+
+
 def check_replica_layout(strategy: str, num_workers: int, devices_per_worker: int, *,
                          workers_path: str, devices_path: str, strategy_path: str) -> None:
-    """One replica for ``default``/``one_device``; one worker for
-    ``mirrored``/``central_storage``."""
+    """One replica for ``default``/``one_device``; one worker for ``mirrored``/``central_storage``."""
     if strategy in SINGLE_REPLICA and num_workers * devices_per_worker != 1:
         raise InputError(strategy_path, strategy,
                          f"a multi-replica strategy for {num_workers} x {devices_per_worker} devices "
@@ -36,72 +68,126 @@ def check_replica_layout(strategy: str, num_workers: int, devices_per_worker: in
                          "or multi_worker_mirrored for several machines)")
 
 
-def check_scenario(s: "Scenario") -> None:
-    """Every cross-field rule of a scenario."""
-    c, w, st, t = s.cluster, s.workload, s.strategy, s.training
-    check_replica_layout(st.name, c.num_workers, c.devices_per_worker, workers_path="cluster.num_workers",
-                         devices_path="cluster.devices_per_worker", strategy_path="strategy.name")
-    _check_strategy_options(s)
-    _check_batches(s)
-    _check_size(s)
-    if st.name == "tpu" and c.device.kind != "tpu":
-        raise InputError("cluster.device.kind", c.device.kind, "'tpu' for strategy 'tpu'")
-    if t.num_buckets > w.num_gradient_tensors:
-        raise InputError("training.num_buckets", t.num_buckets,
-                         f"<= workload.num_gradient_tensors={w.num_gradient_tensors} (a bucket holds whole tensors)")
+# ------------------------------------------------------------------ parts
 
 
-def _check_strategy_options(s: "Scenario") -> None:
-    st, t, n = s.strategy, s.training, s.num_replicas
-    if st.name == "parameter_server" and st.algorithm not in (None, "parameter_server"):
-        raise InputError("strategy.algorithm", st.algorithm, "'parameter_server' or null for strategy 'parameter_server'")
-    uses_ps = (st.algorithm or ("parameter_server" if st.name == "parameter_server" else None)) == "parameter_server"
-    if st.num_ps != 1 and not uses_ps:
-        raise InputError("strategy.num_ps", st.num_ps, "1 unless the gradient goes through parameter servers "
-                         "(strategy 'parameter_server' or algorithm 'parameter_server')")
-    if st.ps_cluster != "processes" and st.name != "parameter_server":
-        raise InputError("strategy.ps_cluster", st.ps_cluster, "'processes' unless strategy is 'parameter_server'")
-    if t.backup_workers:
-        if st.resolved_mode == "async":
-            raise InputError("training.backup_workers", t.backup_workers, "0 for asynchronous training "
-                             "(no step waits for anyone, so there is nothing to back up)")
-        if t.backup_workers >= n:
-            raise InputError("training.backup_workers", t.backup_workers, f"< {n} replicas")
-        if t.num_buckets != 1:
-            raise InputError("training.num_buckets", t.num_buckets,
-                             "1 with backup workers (the step aggregates whole gradients of the first replicas)")
+def check_device(get: Get, at: str) -> None:
+    """The variables' share of the dispatch is part of the dispatch."""
+    dispatch, variable = get("replica_dispatch_s"), get("replica_variable_s")
+    _require(np.asarray(variable) <= dispatch, f"{at}.replica_variable_s", variable,
+             lambda i: f"<= replica_dispatch_s={_row(dispatch, i):g} seconds (it is a part of it)")
 
 
-def _check_batches(s: "Scenario") -> None:
-    c, w, t = s.cluster, s.workload, s.training
-    if t.global_batch > w.num_examples:
-        raise InputError("training.global_batch", t.global_batch,
-                         f"<= workload.num_examples={w.num_examples:,} (a step cannot hold more examples "
-                         "than the dataset has)")
-    if t.drop_remainder and t.global_batch < s.num_replicas:
-        raise InputError("training.global_batch", t.global_batch,
-                         f">= {s.num_replicas} replicas when drop_remainder is true")
-    if t.shard_policy == "FILE":
-        if t.num_files is None or t.num_files < c.num_workers:
-            raise InputError("training.num_files", t.num_files,
-                             f"an integer >= num_workers={c.num_workers} for FILE sharding (one file per worker at least)")
-        if t.num_files > w.num_examples:
-            raise InputError("training.num_files", t.num_files,
-                             f"<= workload.num_examples={w.num_examples:,} (a file holds at least one example)")
-    elif t.num_files is not None:
-        raise InputError("training.num_files", t.num_files, "null unless shard_policy is 'FILE'")
+def check_cluster(get: Get, device_kind: str, at: str) -> None:
+    """Shared cores only for CPU devices; a straggler has at most the others'
+    cores; at most :data:`~distsim.scenario.limits.MAX_REPLICAS` replicas."""
+    cores = get("physical_cores")
+    if device_kind != "cpu":
+        _require(np.isnan(np.asarray(cores, dtype=float)), f"{at}.physical_cores", cores,
+                 lambda i: f"null for a {device_kind} device (only CPU devices share cores)")
+    straggler = get("straggler_cores")
+    cores_or_nan = np.asarray(cores, dtype=float)
+    _require(np.isnan(np.asarray(straggler, dtype=float)) | (np.asarray(straggler, dtype=float) <= cores_or_nan),
+             f"{at}.straggler_cores", straggler,
+             lambda i: f"null, or <= physical_cores={_row(cores, i)} (a straggler is a CPU worker with fewer "
+                       "cores than the others)")
+    workers, devices = get("num_workers"), get("devices_per_worker")
+    replicas = np.asarray(workers) * np.asarray(devices)
+    _require(replicas <= limits.MAX_REPLICAS, f"{at}.devices_per_worker", devices,
+             lambda i: f"num_workers x devices_per_worker <= {limits.MAX_REPLICAS:,} replicas "
+                       f"(here {_row(workers, i):,} x {_row(devices, i):,})")
 
 
-def _check_size(s: "Scenario") -> None:
-    """Bounds on how much one prediction simulates (see :mod:`distsim.scenario.limits`)."""
-    t, n = s.training, s.num_replicas
-    if s.strategy.resolved_mode == "async":
-        if t.steps * n > limits.MAX_ASYNC_UPDATES:
-            raise InputError("training.steps", t.steps,
-                             f"steps x workers <= {limits.MAX_ASYNC_UPDATES:,} updates (here x {n:,} workers)")
+def check_strategy(name: str, mode: str | None, at: str) -> None:
+    if mode == "async" and name != "parameter_server":
+        raise InputError(f"{at}.mode", mode, "'sync' or null (only parameter_server trains asynchronously)")
+
+
+# ---------------------------------------------------------------- scenario
+
+
+def check_scenario(get: Get) -> None:
+    """Every rule that ties a scenario's parts together; ``get`` takes a full
+    path such as ``"training.global_batch"``."""
+    name = get("strategy.name")
+    check_replica_layout(name, _row(get("cluster.num_workers"), 0), _row(get("cluster.devices_per_worker"), 0),
+                         workers_path="cluster.num_workers", devices_path="cluster.devices_per_worker",
+                         strategy_path="strategy.name")
+    if name == "tpu" and get("cluster.device.kind") != "tpu":
+        raise InputError("cluster.device.kind", get("cluster.device.kind"), "'tpu' for strategy 'tpu'")
+    check_device(lambda f: get(f"cluster.device.{f}"), "cluster.device")
+    check_cluster(lambda f: get(f"cluster.{f}"), get("cluster.device.kind"), "cluster")
+    _check_strategy_options(get)
+    _check_batches(get)
+    _check_size(get)
+    buckets, tensors = get("training.num_buckets"), get("workload.num_gradient_tensors")
+    _require(np.asarray(buckets) <= tensors, "training.num_buckets", buckets,
+             lambda i: f"<= workload.num_gradient_tensors={_row(tensors, i):,} (a bucket holds whole tensors)")
+
+
+def resolved_mode(name: str, mode: str | None) -> str:
+    """``mode``, or the strategy's default: async for parameter_server, sync otherwise."""
+    return mode or ("async" if name == "parameter_server" else "sync")
+
+
+def _replicas(get: Get) -> Any:
+    return np.asarray(get("cluster.num_workers")) * np.asarray(get("cluster.devices_per_worker"))
+
+
+def _check_strategy_options(get: Get) -> None:
+    name, algorithm = get("strategy.name"), get("strategy.algorithm")
+    if name == "parameter_server" and algorithm not in (None, "parameter_server"):
+        raise InputError("strategy.algorithm", algorithm, "'parameter_server' or null for strategy 'parameter_server'")
+    uses_ps = (algorithm or ("parameter_server" if name == "parameter_server" else None)) == "parameter_server"
+    if get("strategy.num_ps") != 1 and not uses_ps:
+        raise InputError("strategy.num_ps", get("strategy.num_ps"), "1 unless the gradient goes through parameter "
+                         "servers (strategy 'parameter_server' or algorithm 'parameter_server')")
+    if get("strategy.ps_cluster") != "processes" and name != "parameter_server":
+        raise InputError("strategy.ps_cluster", get("strategy.ps_cluster"),
+                         "'processes' unless strategy is 'parameter_server'")
+    backup, replicas = get("training.backup_workers"), _replicas(get)
+    if not np.any(backup):
         return
-    cells = t.steps * n * t.num_buckets
-    if cells > limits.MAX_TIMELINE_CELLS:
-        raise InputError("training.steps", t.steps,
-                         f"steps x replicas x num_buckets <= {limits.MAX_TIMELINE_CELLS:,} "
-                         f"(here x {n:,} replicas x {t.num_buckets} buckets = {cells:,})")
+    if resolved_mode(name, get("strategy.mode")) == "async":
+        _require(np.asarray(backup) == 0, "training.backup_workers", backup,
+                 lambda i: "0 for asynchronous training (no step waits for anyone, so there is nothing to back up)")
+    _require(np.asarray(backup) < replicas, "training.backup_workers", backup,
+             lambda i: f"< {_row(replicas, i):,} replicas")
+    buckets = get("training.num_buckets")
+    _require((np.asarray(backup) == 0) | (np.asarray(buckets) == 1), "training.num_buckets", buckets,
+             lambda i: "1 with backup workers (the step aggregates whole gradients of the first replicas)")
+
+
+def _check_batches(get: Get) -> None:
+    batch, examples = get("training.global_batch"), get("workload.num_examples")
+    _require(np.asarray(batch) <= examples, "training.global_batch", batch,
+             lambda i: f"<= workload.num_examples={_row(examples, i):,} (a step cannot hold more examples than "
+                       "the dataset has)")
+    drop, replicas = get("training.drop_remainder"), _replicas(get)
+    _require(~np.asarray(drop, dtype=bool) | (np.asarray(batch) >= replicas), "training.global_batch", batch,
+             lambda i: f">= {_row(replicas, i):,} replicas when drop_remainder is true")
+    files, workers = get("training.num_files"), get("cluster.num_workers")
+    if get("training.shard_policy") != "FILE":
+        if files is not None:
+            raise InputError("training.num_files", files, "null unless shard_policy is 'FILE'")
+        return
+    if files is None:
+        raise InputError("training.num_files", None, f"an integer >= num_workers={workers} for FILE sharding")
+    _require(np.asarray(files) >= workers, "training.num_files", files,
+             lambda i: f"an integer >= num_workers={_row(workers, i):,} for FILE sharding (one file per worker at least)")
+    _require(np.asarray(files) <= examples, "training.num_files", files,
+             lambda i: f"<= workload.num_examples={_row(examples, i):,} (a file holds at least one example)")
+
+
+def _check_size(get: Get) -> None:
+    """Bounds on how much one prediction simulates (see :mod:`distsim.scenario.limits`)."""
+    steps, replicas = get("training.steps"), _replicas(get)
+    if resolved_mode(get("strategy.name"), get("strategy.mode")) == "async":
+        _require(np.asarray(steps) * replicas <= limits.MAX_ASYNC_UPDATES, "training.steps", steps,
+                 lambda i: f"steps x workers <= {limits.MAX_ASYNC_UPDATES:,} updates (here x {_row(replicas, i):,} workers)")
+        return
+    buckets = get("training.num_buckets")
+    cells = np.asarray(steps) * replicas * np.asarray(buckets)
+    _require(cells <= limits.MAX_TIMELINE_CELLS, "training.steps", steps,
+             lambda i: f"steps x replicas x num_buckets <= {limits.MAX_TIMELINE_CELLS:,} "
+                       f"(here x {_row(replicas, i):,} replicas x {_row(buckets, i):,} buckets)")

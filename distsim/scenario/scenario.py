@@ -58,11 +58,18 @@ class Scenario:
 
     def __post_init__(self) -> None:
         check_fields(self, "")
-        rules.check_scenario(self)
+        rules.check_scenario(self.value_at)
 
     @property
     def num_replicas(self) -> int:
         return self.cluster.num_replicas
+
+    def value_at(self, path: str) -> Any:
+        """The value of the field at dotted ``path`` (``"training.global_batch"``)."""
+        value: Any = self
+        for part in path.split("."):
+            value = getattr(value, part)
+        return value
 
     @property
     def per_replica_batch(self) -> int:

@@ -20,6 +20,7 @@ from distsim.validation.fields import (
     rule_of,
 )
 from distsim.validation.jsonfile import read_json, write_json
+from distsim.validation.network import parse_host_port
 
 __all__ = [
     "Boolean",
@@ -36,6 +37,7 @@ __all__ = [
     "check_fields",
     "check_keys",
     "checked",
+    "parse_host_port",
     "read_json",
     "rule_of",
     "write_json",

@@ -9,6 +9,7 @@ of a real two-worker MultiWorkerMirrored run.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from distsim.real.launcher import Launch, Task, launch
+from distsim.validation import InputError
 
 from processes import alive, child_pids
 
@@ -129,13 +131,44 @@ def test_servers_that_never_exit_are_torn_down_after_the_chief(tmp_path, no_stra
     assert outcome.task("ps").torn_down and not alive(outcome.task("ps").pid)
 
 
+def _refused(message: str):
+    """An InputError whose whole message is ``message`` (path, value and what is allowed)."""
+    return pytest.raises(InputError, match="^" + re.escape(message) + "$")
+
+
 def test_bad_task_lists_are_rejected(tmp_path):
-    with pytest.raises(ValueError, match="at least one"):
+    with _refused("tasks=[]; allowed: at least one Task"):
         Launch([], tmp_path)
-    with pytest.raises(ValueError, match="repeat"):
+    with _refused("tasks[1].name='a'; allowed: a name no other task has (it names the log file)"):
         Launch([Task("a", ["true"]), Task("a", ["true"])], tmp_path)
-    with pytest.raises(ValueError, match="must_exit"):
+    with _refused("tasks=['a']; allowed: at least one task with must_exit=True (else the launch never finishes)"):
         Launch([Task("a", ["true"], must_exit=False)], tmp_path)
+    with _refused("tasks[0]=['true']; allowed: a Task"):
+        Launch([["true"]], tmp_path)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(name="w/0"), "Task.name='w/0'; allowed: a name without '/' (it is also its log file's name)"),
+    (dict(argv="true"), "Task.argv='true'; allowed: a non-empty list of strings (the command line)"),
+    (dict(argv=["sleep", 1]), "Task.argv=['sleep', 1]; allowed: a non-empty list of strings (the command line)"),
+    (dict(env={"N": 2}), "Task.env.N=2; allowed: a string of at most 10,000 characters"),
+    (dict(ready_count=0), "Task.ready_count=0; allowed: an integer >= 1"),
+    (dict(must_exit="yes"), "Task.must_exit='yes'; allowed: true or false"),
+    (dict(stop_signal=0), "Task.stop_signal=0; allowed: an integer >= 1 and <= "),
+    (dict(ready_pattern="(unclosed"), "Task.ready_pattern='(unclosed'; allowed: a regular expression (missing ), "),
+])
+def test_bad_tasks_are_rejected(kwargs, message):
+    with pytest.raises(InputError, match="^" + re.escape(message)):
+        Task(**{"name": "w0", "argv": ["true"], **kwargs})
+
+
+def test_bad_timeouts_are_rejected_before_anything_starts(tmp_path, no_stray_children):
+    with _refused("timeout_s=0; allowed: a finite number > 0 (seconds)"):
+        launch([Task("a", ["true"], ready_pattern=None)], tmp_path, timeout_s=0)
+    assert not list(tmp_path.iterdir())  # no log file: nothing was started
+    with _refused("ready_timeout_s=nan; allowed: a finite number > 0 (seconds)"):
+        with Launch([Task("a", ["true"], ready_pattern=None)], tmp_path) as run:
+            run.wait(timeout_s=10, ready_timeout_s=float("nan"))
 
 
 # ---- a real MultiWorkerMirrored run whose launcher is interrupted or killed -------------------------
@@ -230,5 +263,5 @@ def test_worker_rejects_an_invalid_tf_config_before_starting_tensorflow(tmp_path
         capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 2
-    assert "task index 3 is out of range" in proc.stderr
+    assert proc.stderr == "error: TF_CONFIG.task.index=3; allowed: 0..0 (job 'worker' has 1 tasks)\n"
     assert "tensorflow" not in proc.stderr.lower()

@@ -9,7 +9,9 @@ from matplotlib.figure import Figure
 
 from distsim.results.compare import Comparison
 from distsim.results.result import Result
-from distsim.views.plots.style import OKABE_ITO, SERIES_COLORS, new_figure, result_label, series_style
+from distsim.validation import InputError, InstanceOf, Number, OneOf
+from distsim.views.plots.style import (OKABE_ITO, SERIES_COLORS, at_least_one, new_figure, one_label_each,
+                                       series_style)
 
 #: Summary metrics the scatter can compare, with their axis names.
 SCATTER_METRICS: dict[str, str] = {
@@ -42,18 +44,16 @@ def plot_predicted_vs_measured(
         band: relative half-width of the error band, in (0, 1).
         labels: text next to each point (default: ``"<N> rep."``).
     """
-    if metric not in SCATTER_METRICS:
-        raise ValueError(f"metric={metric!r}; allowed: {sorted(SCATTER_METRICS)}")
-    if not 0 < band < 1:
-        raise ValueError(f"band={band!r}; allowed: a fraction between 0 and 1 (0.2 means ±20 %)")
-    predicted, measured = list(predicted), list(measured)
-    if len(predicted) != len(measured) or not predicted:
-        raise ValueError(f"got {len(predicted)} predicted and {len(measured)} measured results; "
-                         "give at least one pair, as two lists of equal length")
-    if labels is not None and len(labels) != len(predicted):
-        raise ValueError(f"got {len(labels)} labels for {len(predicted)} pairs; give one per pair")
-    x = np.array([_metric(r, metric) for r in predicted], dtype=float)
-    y = np.array([_metric(r, metric) for r in measured], dtype=float)
+    OneOf(tuple(SCATTER_METRICS))("metric", metric)
+    band = Number(0, 1, low_open=True, unit="a fraction: 0.2 means ±20 %")("band", band)
+    predicted = at_least_one("predicted", predicted, Result, "Result")
+    measured = at_least_one("measured", measured, Result, "Result")
+    if len(measured) != len(predicted):
+        raise InputError("measured", None, f"one result per prediction ({len(predicted)})",
+                         problem=f"{len(measured)} results")
+    labels = one_label_each("labels", labels, len(predicted), "pair")
+    x = np.array([_metric(f"predicted[{i}]", r, metric) for i, r in enumerate(predicted)], dtype=float)
+    y = np.array([_metric(f"measured[{i}]", r, metric) for i, r in enumerate(measured)], dtype=float)
     fig, ax = new_figure(6.0, 5.4)
     lo, hi = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
     log = lo > 0 and hi / lo > 10
@@ -87,11 +87,10 @@ def plot_predicted_vs_measured(
     return fig
 
 
-def _metric(result: Result, metric: str) -> float:
+def _metric(path: str, result: Result, metric: str) -> float:
     value = getattr(result.summary, metric)
-    if value is None or not np.isfinite(value):
-        raise ValueError(f"result {result_label(result)!r} has no {metric} ({value!r}); "
-                         f"pick a metric both results report")
+    if not Number().accepts(value):
+        raise InputError(f"{path}.summary.{metric}", value, "a finite number: pick a metric every result reports")
     return float(value)
 
 
@@ -99,7 +98,7 @@ def plot_comparison(comparison: Comparison):
     """Bars of predicted vs measured step time and throughput per configuration,
     each labelled with its signed error; a third panel shows the ratios to the
     baseline when there is one. Returns a matplotlib ``Figure``."""
-    rows = comparison.rows
+    rows = InstanceOf(Comparison, "a Comparison (from distsim.compare)")("comparison", comparison).rows
     panels = 3 if comparison.baseline is not None else 2
     fig, axes = new_figure(4.2 * panels, 0.45 * len(rows) + 1.6, ncols=panels, sharey=True)
     y = np.arange(len(rows))

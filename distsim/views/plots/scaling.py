@@ -8,10 +8,12 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from distsim.views.plots.style import IDLE_COLOR, OKABE_ITO, new_figure, result_label, series_style, time_scale
+from distsim.views.plots.style import (IDLE_COLOR, OKABE_ITO, at_least_one, new_figure, one_label_each,
+                                       result_label, series_style, time_scale)
 from distsim.views.plots.timeline import device_rows
 from distsim.results.result import Result
 from distsim.results.trace import EVENT_KINDS
+from distsim.validation import InputError, InstanceOf, Number
 
 #: Bar segments of :func:`plot_cost_breakdown`, bottom to top: (kind, legend, colour).
 COST_PARTS: tuple[tuple[str, str, str], ...] = (
@@ -23,11 +25,11 @@ COST_PARTS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def _scaling_points(results: Sequence[Result], label: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    missing = [r.num_replicas for r in results if r.summary.speedup is None]
-    if missing:
-        raise ValueError(f"series {label!r}: results with {missing} replicas have no speedup; "
-                         "scaling curves need Summary.speedup (relative to one device)")
+def _scaling_points(path: str, results: Sequence[Result]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    results = list(results)  # a series may be empty (nothing measured yet)
+    for i, r in enumerate(results):
+        Number(0, low_open=True, unit="relative to one device: scaling curves need Summary.speedup")(
+            f"{path}[{i}].summary.speedup", InstanceOf(Result, "a Result")(f"{path}[{i}]", r).summary.speedup)
     order = np.argsort([r.num_replicas for r in results])
     n = np.array([results[i].num_replicas for i in order], dtype=float)
     speedup = np.array([results[i].summary.speedup for i in order], dtype=float)
@@ -51,18 +53,21 @@ def plot_scaling(
     The dashed black line is ideal linear scaling (speedup = devices,
     efficiency = 1). Efficiency is speedup / devices.
     """
+    for name, series in (("predicted", predicted), ("measured", measured or {})):
+        if not isinstance(series, Mapping):
+            raise InputError(name, series, "a mapping of legend label -> results")
     if not predicted and not measured:
-        raise ValueError("plot_scaling needs at least one predicted or measured series")
+        raise InputError("predicted", predicted, "at least one series (legend label -> results), here or in measured")
     fig, (ax_s, ax_e) = new_figure(11.0, 4.6, ncols=2)
     all_n = []
     for i, (label, results) in enumerate(predicted.items()):
-        n, speedup, eff = _scaling_points(list(results), label)
+        n, speedup, eff = _scaling_points(f"predicted[{label!r}]", results)
         all_n.extend(n)
         style = series_style(i)
         ax_s.plot(n, speedup, label=label, **style)
         ax_e.plot(n, eff, label=label, **style)
     for j, (label, results) in enumerate((measured or {}).items()):
-        n, speedup, eff = _scaling_points(list(results), label)
+        n, speedup, eff = _scaling_points(f"measured[{label!r}]", results)
         all_n.extend(n)
         style = series_style(len(predicted) + j)
         for ax, y in ((ax_s, speedup), (ax_e, eff)):
@@ -96,14 +101,15 @@ def cost_per_step(result: Result) -> dict[str, float]:
     steps (for an asynchronous worker: its own updates) it took part in,
     averaged over those devices. Host rows such as the input pipeline's are
     left out: their effect shows as the devices' waiting."""
-    trace = result.trace
+    trace = InstanceOf(Result, "a Result")("result", result).trace
     if trace is None:
-        raise ValueError(f"result {result_label(result)!r} has no trace; the cost breakdown is read from it")
+        raise InputError("result.trace", None, "a recorded trace (the cost breakdown is read from it)")
     row_of_device, _ = device_rows(trace.devices)
     row = row_of_device[trace.device]
     computes = np.unique(row[trace.kind == EVENT_KINDS.index("compute")])
     if not len(computes):
-        raise ValueError(f"result {result_label(result)!r}: no device in its trace computes")
+        raise InputError("result.trace", None, "a trace in which some device computes",
+                         problem=f"no compute event among its {len(trace)} events")
     totals = np.zeros(len(EVENT_KINDS))
     for r in computes:  # per device: its own steps (async workers each do their own updates)
         mine = row == r
@@ -111,6 +117,13 @@ def cost_per_step(result: Result) -> dict[str, float]:
                               minlength=len(EVENT_KINDS))
         totals += seconds / len(np.unique(trace.step[mine]))
     return {kind: float(totals[k]) / len(computes) for k, kind in enumerate(EVENT_KINDS)}
+
+
+def _cost_of(path: str, result: Result) -> dict[str, float]:
+    try:
+        return cost_per_step(result)
+    except InputError as exc:
+        raise exc.rebased("result", path) from None
 
 
 def plot_cost_breakdown(results: Sequence[Result], labels: Sequence[str] | None = None) -> Figure:
@@ -121,13 +134,9 @@ def plot_cost_breakdown(results: Sequence[Result], labels: Sequence[str] | None 
     A black diamond marks the run's step time. Where the bar reaches above
     it, communication overlapped compute (it ran in the background).
     """
-    results = list(results)
-    if not results:
-        raise ValueError("plot_cost_breakdown needs at least one Result")
-    if labels is not None and len(labels) != len(results):
-        raise ValueError(f"got {len(labels)} labels for {len(results)} results; give one per result")
-    labels = list(labels) if labels is not None else [result_label(r) for r in results]
-    costs = [cost_per_step(r) for r in results]
+    results = at_least_one("results", results, Result, "Result")
+    labels = one_label_each("labels", labels, len(results), "result") or [result_label(r) for r in results]
+    costs = [_cost_of(f"results[{i}]", r) for i, r in enumerate(results)]
     step_s = np.array([r.summary.step_time_s for r in results])
     span = max(max(sum(c.values()) for c in costs), float(step_s.max()))
     factor, unit = time_scale(span)

@@ -24,6 +24,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from distsim.mechanics.collectives import Schedule
+from distsim.validation import InputError, InstanceOf, Integer
 from distsim.views.plots.style import OKABE_ITO, freeze_layout, new_figure
 
 #: Most ranks a schedule drawing can show legibly.
@@ -89,11 +90,13 @@ class ScheduleDrawing:
     """
 
     def __init__(self, schedule: Schedule, ax: Axes):
+        InstanceOf(Schedule, "a Schedule (from distsim.mechanics.collectives.build_schedule)")("schedule", schedule)
         if schedule.num_ranks > MAX_DRAWN_RANKS:
-            raise ValueError(f"schedule has {schedule.num_ranks} ranks; drawings allow at most "
-                             f"{MAX_DRAWN_RANKS} (the schedule itself has no limit)")
+            raise InputError("schedule.num_ranks", schedule.num_ranks,
+                             f"at most {MAX_DRAWN_RANKS} in a drawing (the schedule itself has no limit)")
         if schedule.num_steps < 1:
-            raise ValueError("schedule has no transfer to draw (one rank needs no communication)")
+            raise InputError("schedule.num_steps", schedule.num_steps,
+                             "at least 1 transfer step to draw (one rank needs no communication)")
         self.schedule = schedule
         self.ax = ax
         self.held = holdings(schedule).sum(axis=3)  # (steps + 1, ranks, chunks)
@@ -141,8 +144,7 @@ class ScheduleDrawing:
     def show_step(self, step: int) -> list:
         """Show step ``step`` (0-based): its transfers, and holdings after it."""
         s = self.schedule
-        if not 0 <= step < s.num_steps:
-            raise ValueError(f"step={step!r}; allowed: 0..{s.num_steps - 1}")
+        step = Integer(0, s.num_steps - 1, "a step of the schedule, from 0")("step", step)
         after = self.held[step + 1].ravel()
         self.cells.set_array(after.astype(float))
         for text, value in zip(self.texts, after):
@@ -209,7 +211,7 @@ def animation_writer_available(path: str | Path) -> bool:
     (``.gif``: Pillow; ``.mp4``: ffmpeg)."""
     suffix = Path(path).suffix.lower()
     if suffix not in ANIMATION_WRITERS:
-        raise ValueError(f"animation file {path}; allowed suffixes: {sorted(ANIMATION_WRITERS)}")
+        raise InputError("path", str(path), f"a file name ending in one of {tuple(ANIMATION_WRITERS)}")
     return animation.writers.is_available(ANIMATION_WRITERS[suffix])
 
 

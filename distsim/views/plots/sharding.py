@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from distsim.mechanics import sharding
+from distsim.validation import InputError, Integer
 from distsim.views.plots.style import IDLE_COLOR, new_figure
 
 #: Most steps drawn; longer epochs show their first and last steps.
@@ -20,10 +21,10 @@ MAX_NUMBERED = 24
 
 def _panel_steps(num_steps: int, steps) -> list[int]:
     if steps is not None:
-        chosen = sorted({int(s) for s in steps})
-        if not chosen or chosen[0] < 0 or chosen[-1] >= num_steps:
-            raise ValueError(f"steps={list(steps)!r}; allowed: step numbers in 0..{num_steps - 1}")
-        return chosen
+        step = Integer(0, num_steps - 1, f"this epoch has {num_steps} steps")
+        if isinstance(steps, (str, bytes)) or not np.iterable(steps) or not len(steps := list(steps)):
+            raise InputError("steps", steps, f"a non-empty list of step numbers from 0 to {num_steps - 1}")
+        return sorted({step(f"steps[{i}]", s) for i, s in enumerate(steps)})
     if num_steps <= MAX_PANELS:
         return list(range(num_steps))
     half = MAX_PANELS // 2
@@ -58,8 +59,8 @@ def plot_sharding(
         num_examples, global_batch, num_workers, replicas_per_worker, drop_remainder, policy, num_files
     )
     if not assignment:
-        raise ValueError(f"no step to draw: num_examples={num_examples} with global_batch={global_batch} "
-                         f"and drop_remainder={drop_remainder} gives an empty epoch")
+        raise InputError("global_batch", global_batch, f"at most num_examples={num_examples} with "
+                         "drop_remainder=True (else no step is left to draw)")
     chosen = _panel_steps(len(assignment), steps)
     width = max(max(sum(len(a) for a in step) for step in assignment), 2)
     rows = 1 + num_workers * (1 + replicas_per_worker)

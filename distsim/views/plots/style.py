@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 import PIL.Image
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from distsim.validation import InputError, InstanceOf
 
 #: The Okabe-Ito palette.
 OKABE_ITO: dict[str, str] = {
@@ -201,23 +203,46 @@ def save_figure(fig: Figure, path: str | Path, formats: Iterable[str] | None = N
         dpi: dots per inch of raster output.
 
     Raises:
-        ValueError: a format not in :data:`FIGURE_FORMATS`.
+        InputError: a format not in :data:`FIGURE_FORMATS` (at ``path`` when
+            the suffix picks it, else at ``formats[i]``).
     """
     path = Path(path)
     if formats is None:
-        suffix = path.suffix.lower().lstrip(".")
-        formats = [suffix]
+        if path.suffix.lower().lstrip(".") not in FIGURE_FORMATS:
+            raise InputError("path", str(path), f"a file name ending in one of {FIGURE_FORMATS}, or give formats=")
         targets = [path]
     else:
-        formats = list(formats)
+        formats = [f for f in formats] if not isinstance(formats, str) else [formats]
+        if not formats:
+            raise InputError("formats", formats, f"at least one of {FIGURE_FORMATS}")
+        for i, f in enumerate(formats):
+            if not isinstance(f, str) or f.lower() not in FIGURE_FORMATS:
+                raise InputError(f"formats[{i}]", f, f"one of {FIGURE_FORMATS}")
         targets = [path.with_suffix("." + f.lower()) for f in formats]
-    bad = [f for f in formats if f.lower() not in FIGURE_FORMATS]
-    if bad or not formats:
-        raise ValueError(f"figure format(s) {bad or formats} for {path}; allowed: {FIGURE_FORMATS}")
     for target in targets:
         target.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(target, dpi=dpi, bbox_inches="tight")
     return targets
+
+
+def at_least_one(path: str, items: Iterable, cls: type, what: str) -> list:
+    """``items`` as a list of at least one ``cls``; an :class:`InputError`
+    at ``path`` (empty) or ``path[i]`` (not a ``cls``)."""
+    if isinstance(items, (str, bytes, dict, cls)) or not isinstance(items, Iterable):
+        raise InputError(path, items, f"a list of at least one {what}")
+    items = list(items)
+    if not items:
+        raise InputError(path, items, f"at least one {what}")
+    return [InstanceOf(cls, f"a {what}")(f"{path}[{i}]", item) for i, item in enumerate(items)]
+
+
+def one_label_each(path: str, labels: Any, count: int, per: str) -> list[str] | None:
+    """``labels`` as a list of ``count`` strings (None stays None)."""
+    if labels is None:
+        return None
+    if isinstance(labels, str) or not isinstance(labels, Iterable) or len(labels := list(labels)) != count:
+        raise InputError(path, labels, f"one label per {per} ({count})")
+    return [str(label) for label in labels]
 
 
 def result_label(result) -> str:

@@ -17,9 +17,11 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from distsim.views.plots.style import IDLE_COLOR, OKABE_ITO, new_figure, result_label, time_scale
+from distsim.views.plots.style import (IDLE_COLOR, OKABE_ITO, at_least_one, new_figure, one_label_each,
+                                       result_label, time_scale)
 from distsim.results.result import Result
 from distsim.results.trace import EVENT_KINDS, Trace
+from distsim.validation import InputError, InstanceOf, Integer, Optional
 
 #: Drawing classes of events: (name in the legend, colour).
 TIMELINE_STYLES: tuple[tuple[str, str], ...] = (
@@ -75,21 +77,21 @@ def device_rows(devices: Sequence[str]) -> tuple[np.ndarray, list[str]]:
     return np.array([index[b] for b in bases], dtype=np.int64), names
 
 
-def _as_trace(item: Trace | Result) -> Trace:
-    if isinstance(item, Result):
-        if item.trace is None:
-            raise ValueError(f"result {result_label(item)!r} has no trace to draw; run it with a trace recorded")
-        return item.trace
-    if isinstance(item, Trace):
+_DRAWABLE = InstanceOf((Trace, Result), "a Trace, or a Result with a trace")
+_MAX_STEPS = Optional(Integer(1), "every step")
+
+
+def _as_trace(path: str, item: Trace | Result) -> Trace:
+    if isinstance(_DRAWABLE(path, item), Trace):
         return item
-    raise ValueError(f"cannot draw a timeline of {type(item).__name__}; allowed: Trace or Result")
+    if item.trace is None:
+        raise InputError(f"{path}.trace", None, "a recorded trace to draw: run it with a trace recorded")
+    return item.trace
 
 
 def _visible(trace: Trace, max_steps: int | None) -> np.ndarray:
     if max_steps is None:
         return np.ones(len(trace), dtype=bool)
-    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
-        raise ValueError(f"max_steps={max_steps!r}; allowed: None or an integer >= 1")
     first = trace.step.min() if len(trace) else 0
     return trace.step < first + max_steps
 
@@ -121,7 +123,7 @@ class TimelineDrawing:
 
     def __init__(self, ax: Axes, max_steps: int | None = None, legend: bool = True, raster: bool = False):
         self.ax = ax
-        self.max_steps = max_steps
+        self.max_steps = _MAX_STEPS("max_steps", max_steps)
         self.raster = raster
         if raster:  # a figure image is pasted pixel for pixel: no resampling on every draw
             self.bars = ax.figure.figimage(np.zeros((1, 1, 4), dtype=np.uint8), origin="upper")
@@ -230,7 +232,7 @@ def plot_timeline(item: Trace | Result, max_steps: int | None = None, title: str
         max_steps: draw only the first ``max_steps`` steps (all if None).
         title: axes title; defaults to the result's label.
     """
-    trace = _as_trace(item)
+    trace = _as_trace("item", item)
     if title is None and isinstance(item, Result):
         title = result_label(item)
     n_dev = len(device_rows(trace.devices)[1])
@@ -246,12 +248,9 @@ def plot_timelines(
 ) -> Figure:
     """Several timelines side by side (e.g. synchronous vs asynchronous), one
     panel each, with one shared legend. Each panel keeps its own time axis."""
-    items = list(items)
-    if not items:
-        raise ValueError("plot_timelines needs at least one Trace or Result")
-    if titles is not None and len(titles) != len(items):
-        raise ValueError(f"got {len(titles)} titles for {len(items)} timelines; give one per timeline")
-    traces = [_as_trace(it) for it in items]
+    items = at_least_one("items", items, (Trace, Result), "Trace, or Result with a trace")
+    titles = one_label_each("titles", titles, len(items), "timeline")
+    traces = [_as_trace(f"items[{i}]", it) for i, it in enumerate(items)]
     n_dev = max(len(device_rows(t.devices)[1]) for t in traces)
     fig, axes = new_figure(5.0 * len(items) + 2.2, 1.4 + 0.28 * min(n_dev, 40), ncols=len(items), squeeze=False)
     for i, (item, trace, ax) in enumerate(zip(items, traces, axes[0])):

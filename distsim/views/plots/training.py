@@ -8,8 +8,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from distsim.engines import asyncps
-from distsim.views.plots.style import OKABE_ITO, new_figure, result_label, series_style, time_scale
+from distsim.views.plots.style import (OKABE_ITO, at_least_one, new_figure, one_label_each, result_label,
+                                       series_style, time_scale)
 from distsim.results.result import Result, Staleness
+from distsim.validation import InputError, InstanceOf, Integer
 
 
 def plot_training_curves(results: Sequence[Result], labels: Sequence[str] | None = None) -> Figure:
@@ -25,15 +27,11 @@ def plot_training_curves(results: Sequence[Result], labels: Sequence[str] | None
         results: runs with a :class:`~distsim.results.result.Curve`.
         labels: legend labels, one per run (default :func:`result_label`).
     """
-    results = list(results)
-    if not results:
-        raise ValueError("plot_training_curves needs at least one Result")
-    if labels is not None and len(labels) != len(results):
-        raise ValueError(f"got {len(labels)} labels for {len(results)} results; give one per result")
-    missing = [result_label(r) for r in results if r.curve is None]
-    if missing:
-        raise ValueError(f"result(s) {missing} have no training curve; only runs that trained can be drawn")
-    labels = list(labels) if labels is not None else [result_label(r) for r in results]
+    results = at_least_one("results", results, Result, "Result")
+    labels = one_label_each("labels", labels, len(results), "result") or [result_label(r) for r in results]
+    for i, r in enumerate(results):
+        if r.curve is None:
+            raise InputError(f"results[{i}].curve", None, "a training curve: only runs that trained can be drawn")
     span = max(float(np.max(r.curve.time_s)) if len(r.curve.time_s) else 0.0 for r in results)
     factor, unit = time_scale(span)
     fig, axes = new_figure(10.0, 6.0, nrows=2, ncols=2, sharex="col")
@@ -66,20 +64,16 @@ def _expected(num_workers: int, compute_mean_s: Sequence[float] | None) -> tuple
     overall = asyncps.expected_staleness_immediate_pulls(num_workers)
     if compute_mean_s is None:
         return overall, np.full(num_workers, overall)
-    means = np.asarray(compute_mean_s, dtype=float)
-    if means.shape != (num_workers,) or not np.all(means > 0):
-        raise ValueError(f"compute_mean_s={means.tolist()!r}; allowed: {num_workers} mean compute times > 0 s")
-    return overall, asyncps.expected_staleness_exponential(means)
+    return overall, asyncps.expected_staleness_exponential(asyncps.worker_means_s(num_workers, compute_mean_s))
 
 
 def _as_staleness(item: Result | Staleness) -> Staleness:
-    if isinstance(item, Result):
-        if item.staleness is None:
-            raise ValueError(f"result {result_label(item)!r} has no staleness record; only asynchronous runs do")
-        return item.staleness
-    if isinstance(item, Staleness):
+    if isinstance(InstanceOf((Result, Staleness), "a Result of an asynchronous run, or its Staleness")("item", item),
+                  Staleness):
         return item
-    raise ValueError(f"cannot draw staleness of {type(item).__name__}; allowed: Result or Staleness")
+    if item.staleness is None:
+        raise InputError("item.staleness", None, "a staleness record: only asynchronous runs have one")
+    return item.staleness
 
 
 def plot_staleness(
@@ -104,11 +98,14 @@ def plot_staleness(
     """
     st = _as_staleness(item)
     if not len(st.staleness):
-        raise ValueError("staleness record is empty: no update was applied")
+        raise InputError("item.staleness", None, "a record of at least one applied update", problem="empty")
+    if st.worker.min() < 0:
+        raise InputError("item.staleness.worker", int(st.worker.min()), "worker ids >= 0")
+    path = "num_workers" if num_workers is not None else "item.num_replicas"
     if num_workers is None:
         num_workers = item.num_replicas if isinstance(item, Result) else int(st.worker.max()) + 1
-    if st.worker.max() >= num_workers or st.worker.min() < 0:
-        raise ValueError(f"worker ids {int(st.worker.min())}..{int(st.worker.max())}; allowed: 0..{num_workers - 1}")
+    num_workers = Integer(int(st.worker.max()) + 1, note="more than the highest worker id in the record")(
+        path, num_workers)
     expected_mean, expected_per_worker = _expected(num_workers, compute_mean_s)
     s = np.asarray(st.staleness)
     top = int(max(s.max(), np.ceil(expected_per_worker.max())))

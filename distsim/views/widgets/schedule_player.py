@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from distsim.mechanics.collectives import Schedule
+from distsim.validation import Integer
 from distsim.views.plots.schedule import ScheduleDrawing, holdings_colorbar
 from distsim.views.plots.style import figure_png, freeze_layout, new_figure
 
@@ -36,7 +37,8 @@ class SchedulePlayer:
 
     def show(self, step: int) -> None:
         """Draw step ``step`` (1-based, as on the slider)."""
-        self.drawing.show_step(step - 1)
+        n = self.drawing.schedule.num_steps
+        self.drawing.show_step(Integer(1, n, "1-based, as on the slider")("step", step) - 1)
         self.image.value = figure_png(self.fig, dpi=self.dpi)
 
     def _ipython_display_(self):

@@ -17,6 +17,7 @@ import ipywidgets as widgets
 from distsim import scenario as sc
 from distsim.engines import predict, sweep
 from distsim.results.result import Result, Summary
+from distsim.validation import InputError, InstanceOf
 from distsim.views.widgets.panels import ScalingPanel, ScalingPoint, TimelinePanel, legend_html, metrics_html
 
 
@@ -223,6 +224,7 @@ class WhatIfLab:
     def load(self, scenario: sc.Scenario) -> None:
         """Show ``scenario``: every control takes its value, every field
         without a control is kept, then one update runs."""
+        InstanceOf(sc.Scenario, "a Scenario")("scenario", scenario)
         self._check_ranges(scenario)
         self._base = scenario
         s, ctl = scenario, self.controls
@@ -249,15 +251,12 @@ class WhatIfLab:
 
     def _check_ranges(self, s: sc.Scenario) -> None:
         """A scenario the controls cannot show is refused, never clipped."""
-        for name, value in (("num_workers", s.cluster.num_workers),
-                            ("devices_per_worker", s.cluster.devices_per_worker),
-                            ("num_ps", s.strategy.num_ps), ("steps", s.training.steps),
-                            ("global_batch", s.training.global_batch),
-                            ("num_params", s.workload.num_params), ("compute_sigma", s.training.compute_sigma)):
-            control = self.controls[name]
+        for path in ("cluster.num_workers", "cluster.devices_per_worker", "strategy.num_ps", "training.steps",
+                     "training.global_batch", "workload.num_params", "training.compute_sigma"):
+            control, value = self.controls[path.rpartition(".")[2]], s.value_at(path)
             if not control.min <= value <= control.max:
-                raise ValueError(f"{name}={value!r} is outside the dashboard's range; "
-                                 f"allowed: {control.min}..{control.max}")
+                raise InputError(path, value, f"{control.min}..{control.max} (the dashboard's range; "
+                                 "predict() takes any valid scenario)")
 
     # ------------------------------------------------------------ updates
 
@@ -356,11 +355,12 @@ class WhatIfLab:
         return text
 
     def load_json(self, text: str) -> None:
-        """Load a scenario from JSON text (raises ``ValueError`` if invalid)."""
+        """Load a scenario from JSON text (raises :class:`InputError` if invalid)."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"not valid JSON: {exc}") from None
+            raise InputError("text", None, "a scenario in valid JSON",
+                             problem=f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
         self.load(sc.Scenario.from_dict(data))
 
     def _load_text(self, text: str) -> None:

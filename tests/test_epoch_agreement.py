@@ -1,0 +1,110 @@
+"""predict, sweep and sharding agree on an epoch, for every shard policy.
+
+The independent reference is :func:`distsim.mechanics.sharding.step_assignments`,
+which builds every step's example indices replica by replica; the engines use
+the closed form :func:`distsim.mechanics.sharding.epoch`. The properties reach
+the regions that once gave silent wrong numbers: a global batch larger than
+the dataset, datasets smaller than the replica count, OFF sharding (every
+worker reads everything, so an epoch has W times the steps), FILE sharding with
+uneven files, drop_remainder, and huge datasets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from distsim import InputError, make_scenario, predict, sweep
+from distsim.mechanics import sharding
+
+
+@st.composite
+def layouts(draw):
+    workers = draw(st.integers(1, 4))
+    devices = draw(st.integers(1, 3))
+    n = draw(st.integers(1, 120))
+    batch = draw(st.integers(1, n))
+    policy = draw(st.sampled_from(["DATA", "OFF", "FILE"]) if workers > 1 else st.just("DATA"))
+    files = draw(st.integers(workers, min(n, workers + 3))) if policy == "FILE" and n >= workers else None
+    if policy == "FILE" and files is None:
+        policy = "DATA"
+    drop = draw(st.booleans()) and batch >= workers * devices
+    return workers, devices, n, batch, policy, files, drop
+
+
+def _scenario(workers, devices, n, batch, policy, files, drop):
+    strategy = "multi_worker_mirrored" if workers > 1 else "mirrored"
+    return make_scenario("gtx_1080_ti", {"preset": "mnist_mlp", "num_examples": n}, strategy, workers, devices,
+                         global_batch=batch, shard_policy=policy, num_files=files, drop_remainder=drop, steps=6)
+
+
+@settings(max_examples=120, deadline=None)
+@given(layouts())
+def test_predict_sweep_and_sharding_agree_on_steps_per_epoch(layout):
+    workers, devices, n, batch, policy, files, drop = layout
+    reference = len(sharding.step_assignments(n, batch, workers, devices, drop, policy, files))
+    scenario = _scenario(*layout)
+    if reference == 0:  # every stream shorter than a batch and dropped: no step at all
+        with pytest.raises(InputError, match="training.global_batch"):
+            predict(scenario)
+        return
+    result = predict(scenario)
+    table = sweep(scenario, {"training.global_batch": [batch]})
+    assert result.summary.steps_per_epoch == reference
+    assert table["steps_per_epoch"][0] == reference
+    assert sharding.steps_per_epoch(n, batch, workers, devices, drop, policy, files) == reference
+
+
+@settings(max_examples=60, deadline=None)
+@given(layouts())
+def test_predict_and_sweep_agree_on_throughput_and_epoch_time(layout):
+    scenario = _scenario(*layout)
+    try:
+        result = predict(scenario)
+    except InputError:
+        return  # an epoch with no step: refused (checked above)
+    table = sweep(scenario, {"training.global_batch": [scenario.training.global_batch]})
+    s = result.summary
+    # Deterministic compute: the timeline's median full step is the closed form's step,
+    # to float rounding (1e-9 relative).
+    assert s.step_time_s == pytest.approx(table["step_time_s"][0], rel=1e-9)
+    assert s.throughput_samples_per_s == pytest.approx(table["throughput_samples_per_s"][0], rel=1e-9)
+    assert s.throughput_samples_per_s == pytest.approx(scenario.training.global_batch / s.step_time_s, rel=1e-12)
+    assert s.epoch_time_s == pytest.approx(table["epoch_time_s"][0], rel=1e-9)
+    assert s.strong_speedup == pytest.approx(table["strong_speedup"][0], rel=1e-9)
+
+
+def test_off_sharding_epochs_are_num_workers_times_longer():
+    # Under OFF every worker reads all 60,000 examples and a step takes a quarter of a global
+    # batch (16 examples) from each: 60,000 / 16 = 3,750 steps (predict used DATA's 938 before).
+    data, off = (make_scenario("gtx_1080_ti", "mnist_mlp", "multi_worker_mirrored", 4, 1, global_batch=64,
+                               shard_policy=p) for p in ("DATA", "OFF"))
+    assert predict(data).summary.steps_per_epoch == 938
+    assert predict(off).summary.steps_per_epoch == 60000 // 16 == sharding.steps_per_epoch(60000, 64, 4, 1, policy="OFF")
+
+
+@pytest.mark.parametrize("batch", [60_001, 120_000, 10**9])
+def test_a_global_batch_larger_than_the_dataset_is_refused(batch):
+    with pytest.raises(InputError, match=r"training\.global_batch=.*<= workload\.num_examples=60,000"):
+        make_scenario("this_machine_core", "mnist_mlp", "mirrored", devices_per_worker=4, physical_cores=2,
+                      global_batch=batch)
+
+
+@pytest.mark.parametrize("policy, files", [("DATA", None), ("OFF", None), ("FILE", 3)])
+def test_tiny_datasets_smaller_than_the_replica_count(policy, files):
+    # 3 examples on 2 workers x 4 devices: replicas past the data get empty batches.
+    scenario = make_scenario("gtx_1080_ti", {"preset": "mnist_mlp", "num_examples": 3}, "multi_worker_mirrored", 2, 4,
+                             global_batch=3, shard_policy=policy, num_files=files)
+    s = predict(scenario).summary
+    assert s.steps_per_epoch == len(sharding.step_assignments(3, 3, 2, 4, False, policy, files))
+    assert np.isfinite([s.step_time_s, s.epoch_time_s, s.throughput_samples_per_s]).all()
+
+
+def test_huge_datasets_stay_closed_form():
+    n = 10**12  # a trillion examples: the epoch is arithmetic, not a list of steps
+    s = predict(make_scenario("v100", {"preset": "resnet50_224", "num_examples": n}, "mirrored", 1, 8,
+                              global_batch=512)).summary
+    assert s.steps_per_epoch == -(-n // 512)
+    assert np.isfinite(s.epoch_time_s) and s.epoch_time_s == pytest.approx(s.steps_per_epoch * s.step_time_s, rel=1e-6)
