@@ -291,6 +291,14 @@ class Hosts:
                                     sent_other[0] + received_other[0], sent_other[1] + received_other[1]))
         return out
 
+    def namespace_ids(self) -> list[str]:
+        """The network namespaces (``net:[inode]``), switch first, while running."""
+        return [os.readlink(f"/proc/{holder.pid}/ns/net") for holder in self._holders]
+
+    def cgroup_paths(self) -> list[Path]:
+        """The CPU-quota cgroups, while running."""
+        return list(self._cgroups.values())
+
     def describe(self) -> str:
         """One line for a result's metadata."""
         parts = []
