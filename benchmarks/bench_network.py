@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.metadata as md
 import json
 import os
 import platform
@@ -51,6 +52,7 @@ from distsim.engines.prediction import predict
 from distsim.real.calibrate import calibrate, write_presets
 from distsim.real.env import cpu_model
 from distsim.real.experiment import EmulationUnavailable, run
+from distsim.real.launcher import LaunchError
 from distsim.real.netlab import LabHardware, lab_hardware, lab_scenario, real_options, wire_bound_s
 from distsim.real.network import CPU_PERIOD_US, SMALL_PACKET_BYTES
 from distsim.scenario import PRESET_DIR_ENV
@@ -66,6 +68,9 @@ STRATEGIES = ("multi_worker_mirrored", "parameter_server")
 STEADY_S = 6.0
 #: Fewest and most steps (PS: updates per worker) a run measures after its warm-up.
 MIN_STEPS, MAX_STEPS = 5, 40
+#: Fewest updates per worker a parameter-server run measures: its workers start in step
+#: (every one pulls at once) and take a few updates to spread out.
+MIN_PS_STEPS = 10
 #: Leading steps each run leaves out (distsim.real's default warm-up).
 WARMUP_STEPS = 2
 
@@ -130,7 +135,8 @@ def steps_for(cell: Cell, hw: LabHardware) -> int:
     """Steps (PS: updates per worker) that make about :data:`STEADY_S` of the shaped run."""
     predicted = predict(lab_scenario(cell.strategy, cell.workers, cell.rate_mbit, workload=cell.workload,
                                      steps=20, hardware=hw)).summary.step_time_s
-    return int(np.clip(round(STEADY_S / predicted), MIN_STEPS, MAX_STEPS)) + WARMUP_STEPS
+    least = MIN_PS_STEPS if cell.strategy == "parameter_server" else MIN_STEPS
+    return int(np.clip(round(STEADY_S / predicted), least, MAX_STEPS)) + WARMUP_STEPS
 
 
 def jobs(repeats: int, seed: int) -> list[tuple[int, Cell]]:
@@ -188,15 +194,30 @@ def run_chunk(state: State, args) -> bool:
             return False
         steps = steps_for(cell, hw)
         record = {"repeat": rep, "cell": cell.key, "steps": steps, "shaped_first": bool(rng.random() < 0.5)}
-        for shaped in ((True, False) if record["shaped_first"] else (False, True)):
-            record["shaped" if shaped else "unshaped"] = measure(cell, steps, shaped, hw)
+        try:
+            for shaped in ((True, False) if record["shaped_first"] else (False, True)):
+                record["shaped" if shaped else "unshaped"] = measure(cell, steps, shaped, hw)
+        except LaunchError as exc:
+            record["failed"] = failure_line(exc.outcome)
         state.append(record)
         todo_left = len(todo) - todo.index((rep, cell)) - 1
-        print(f"[{total - todo_left}/{total}] repeat {rep + 1} {cell.label}: "
-              f"{record['shaped']['measured_step_s'] * 1e3:.1f} ms shaped, "
-              f"{record['unshaped']['measured_step_s'] * 1e3:.1f} ms unshaped "
-              f"({record['shaped']['wall_s'] + record['unshaped']['wall_s']:.0f} s)", file=sys.stderr, flush=True)
+        done_text = (f"FAILED: {record['failed']}" if "failed" in record else
+                     f"{record['shaped']['measured_step_s'] * 1e3:.1f} ms shaped, "
+                     f"{record['unshaped']['measured_step_s'] * 1e3:.1f} ms unshaped "
+                     f"({record['shaped']['wall_s'] + record['unshaped']['wall_s']:.0f} s)")
+        print(f"[{total - todo_left}/{total}] repeat {rep + 1} {cell.label}: {done_text}", file=sys.stderr, flush=True)
     return True
+
+
+def failure_line(outcome) -> str:
+    """The launch's reason and the first TensorFlow error line of a failed task, on one line."""
+    for task in outcome.tasks:
+        lines = task.log_text().splitlines()
+        for i, line in enumerate(lines):
+            if "StartAbort" in line or "is aborted by" in line:
+                # TensorFlow puts the RPC that failed on the next line.
+                return f"{outcome.reason}; {task.name}: {line.strip()} {lines[i + 1].strip() if i + 1 < len(lines) else ''}"
+    return outcome.reason
 
 
 # ---- judging ---------------------------------------------------------------------------------------
@@ -204,8 +225,12 @@ def evaluate(state: State) -> dict:
     """Predict every cell from the stored presets and compare with the stored runs."""
     hw = hardware(state)
     by_cell: dict[str, list[dict]] = {}
+    failed: dict[str, list[str]] = {}
     for r in state.runs():
-        by_cell.setdefault(r["cell"], []).append(r)
+        if "failed" in r:
+            failed.setdefault(r["cell"], []).append(r["failed"])
+        else:
+            by_cell.setdefault(r["cell"], []).append(r)
     rows = []
     for cell in grid():
         runs = by_cell.get(cell.key, [])
@@ -240,8 +265,9 @@ def evaluate(state: State) -> dict:
         "target": {"median_abs_error": TARGET_MEDIAN, "max_abs_error": TARGET_MAX, "cells": 24},
         "plain_median_abs_error": float(np.median(plain)) if rows else None,
         "plain_max_abs_error": float(np.max(plain)) if rows else None,
+        "failed_runs": sum(len(v) for v in failed.values()),
     }
-    return {"summary": summary, "cells": rows}
+    return {"summary": summary, "cells": rows, "failed": failed}
 
 
 def table(rows: list[dict]) -> str:
@@ -266,14 +292,14 @@ def _sysctl(name: str) -> str:
 def provenance(state: State) -> dict:
     runs = state.runs()
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    import importlib.metadata as md
+
 
     return {
         "what": "predicted vs measured step times of real tf.distribute runs with every NIC shaped (CPU, one machine)",
         "command": shlex.join([sys.executable, *sys.argv]),
         "written": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "first_run": min((r["shaped"]["date"] for r in runs), default=None),
-        "last_run": max((r["shaped"]["date"] for r in runs), default=None),
+        "first_run": min((r["shaped"]["date"] for r in runs if "shaped" in r), default=None),
+        "last_run": max((r["shaped"]["date"] for r in runs if "shaped" in r), default=None),
         "git_commit_of_the_report": commit,
         "cpu_model": cpu_model(),
         "cores": os.cpu_count(),
@@ -291,10 +317,13 @@ def provenance(state: State) -> dict:
 
 def report(state: State, out: Path) -> dict:
     result = evaluate(state)
-    record = {"summary": result["summary"], **provenance(state), "cells": result["cells"], "runs": state.runs()}
+    record = {"summary": result["summary"], **provenance(state), "cells": result["cells"],
+              "failed_cells": result["failed"], "runs": state.runs()}
     out.write_text(json.dumps(record, indent=1, default=float))
     s = result["summary"]
     print(table(result["cells"]))
+    for cell, reasons in result["failed"].items():
+        print(f"FAILED {cell} ({len(reasons)} run(s)): {reasons[0]}")
     print(f"\n{s['cells']} cells: median |error| {s['median_abs_error']:.1f} %, max {s['max_abs_error']:.1f} % "
           f"(plain: {s['plain_median_abs_error']:.1f} %, {s['plain_max_abs_error']:.1f} %); wrote {out}")
     return record

@@ -129,17 +129,16 @@ def plan_hosts(plan: RunPlan, emulation: Emulation) -> Hosts | None:
     one-process plan, that process).
 
     Raises:
-        ValueError: a network or a straggler for a plan whose workers share
+        InputError: a network or a straggler for a plan whose workers share
             one process (Mirrored, CentralStorage, the in-process PS cluster).
     """
     if emulation.plain:
         return None
     if not plan.multi_process and (emulation.network != "localhost" or plan.num_workers > 1):
-        raise ValueError(
-            f"emulation.network={emulation.network!r} with straggler_cores={emulation.straggler_cores!r} needs one "
-            f"process per task; {plan.label} runs in one process; allowed: multi_worker_mirrored, or "
-            "parameter_server with ps_cluster='processes'"
-        )
+        raise InputError("emulation.network", emulation.network,
+                         f"'localhost' without a straggler for {plan.label}, which runs in one process (emulated "
+                         "hosts need one process per task: multi_worker_mirrored, or parameter_server with "
+                         "ps_cluster='processes')")
     jobs = cluster_jobs(plan) if plan.multi_process else [("worker", 0)]
     return emulation.hosts(len(jobs), jobs.index(("worker", plan.num_workers - 1)))
 
@@ -294,8 +293,8 @@ def run_emulation(experiment, network: str = "localhost", emulation: Emulation |
         return emulation
     if isinstance(experiment, RunPlan):
         if network != "localhost":
-            raise ValueError(f"network={network!r} for a RunPlan; allowed: 'localhost', or pass a Scenario (its "
-                             "cluster.inter_link gives the rate) or an Emulation")
+            raise InputError("network", network, "'localhost' for a RunPlan (pass a Scenario, whose "
+                             "cluster.inter_link gives the rate, or an Emulation)")
         return Emulation()
     return emulation_from_scenario(experiment, network)
 

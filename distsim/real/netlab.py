@@ -106,6 +106,8 @@ def lab_scenario(
     workload: str = "mnist_mlp",
     steps: int = 30,
     straggler_cores: float | None = None,
+    batch_per_worker: int = BATCH_PER_WORKER,
+    cores_per_worker: float | None = None,
     hardware: LabHardware | None = None,
     seed: int = 0,
 ) -> Scenario:
@@ -121,12 +123,14 @@ def lab_scenario(
         steps: training steps (parameter server: updates per worker).
         straggler_cores: CPU cores of the last worker (a CPU quota); ``None``:
             no straggler.
+        batch_per_worker: examples per worker per step (weak scaling: the
+            global batch grows with the workers).
+        cores_per_worker: each worker's cores; ``None``: the workers share
+            this machine's cores (``cores / workers``), as the real runs here
+            do (and ``benchmarks/bench_real.py``). Give this machine's core
+            count to ask about workers that are machines of their own.
         hardware: the presets (default :func:`lab_hardware`).
         seed: the scenario's seed.
-
-    Every worker has :data:`BATCH_PER_WORKER` examples per step, and the
-    machine's cores are shared by the workers (``physical_cores = cores /
-    workers``), as in ``benchmarks/bench_real.py``.
     """
     hardware = hardware or lab_hardware()
     values, sources = load_preset("link", hardware.inter_link)
@@ -135,8 +139,8 @@ def lab_scenario(
     return make_scenario(
         hardware.device, hardware.workload(workload), strategy, num_workers,
         intra_link=hardware.intra_link, inter_link={"name": link.name, **_fields(link)},
-        physical_cores=(os.cpu_count() or 1) / num_workers, straggler_cores=straggler_cores,
-        ps_cluster="processes", global_batch=BATCH_PER_WORKER * num_workers, steps=steps, seed=seed,
+        physical_cores=cores_per_worker or (os.cpu_count() or 1) / num_workers, straggler_cores=straggler_cores,
+        ps_cluster="processes", global_batch=batch_per_worker * num_workers, steps=steps, seed=seed,
         name=f"{strategy} x{num_workers}, {workload}, " + (f"{rate_mbit:g} Mbit/s NICs" if rate_mbit else "unshaped"),
     )
 

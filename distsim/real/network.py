@@ -41,13 +41,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from distsim.validation import InputError, Number, OneOf, Optional, check_fields, checked
+from distsim.real.launcher import TornDown
+from distsim.validation import InputError, Integer, Number, OneOf, Optional, check_fields, checked
 
 #: The private subnet of the emulated hosts (the namespaces reach nothing else).
 SUBNET = "10.10.0"
@@ -152,7 +152,7 @@ class HostCounters:
     dropped_packets: int
 
 
-class Hosts:
+class Hosts(TornDown):
     """``num_hosts`` emulated hosts on this machine. Use as a context manager.
 
     Example::
@@ -174,48 +174,23 @@ class Hosts:
 
     def __init__(self, num_hosts: int, *, rate_Bps: float | None = None,
                  cpu_quota_cores: dict[int, float] | None = None, namespaces: bool = True) -> None:
-        if isinstance(num_hosts, bool) or not isinstance(num_hosts, int) or not 1 <= num_hosts <= MAX_HOSTS:
-            raise ValueError(f"num_hosts={num_hosts!r}; allowed: an integer in 1..{MAX_HOSTS}")
-        if rate_Bps is not None and not (rate_Bps > 0 and rate_Bps < float("inf")):
-            raise ValueError(f"rate_Bps={rate_Bps!r}; allowed: a finite number > 0 bytes/s or None")
+        num_hosts = Integer(1, MAX_HOSTS)("num_hosts", num_hosts)
+        rate_Bps = Optional(Number(0, low_open=True, unit="bytes/s"), "no rate limit")("rate_Bps", rate_Bps)
         if rate_Bps is not None and not namespaces:
-            raise ValueError("rate_Bps needs namespaces=True (a rate is set on each host's own interface)")
-        quotas = dict(cpu_quota_cores or {})
-        for host, cores in quotas.items():
-            if not (isinstance(host, int) and 0 <= host < num_hosts):
-                raise ValueError(f"cpu_quota_cores key {host!r}; allowed: a host index in 0..{num_hosts - 1}")
-            if not (cores > 0 and cores < float("inf")):
-                raise ValueError(f"cpu_quota_cores[{host}]={cores!r}; allowed: a finite number > 0 cores")
+            raise InputError("rate_Bps", rate_Bps, "None without namespaces (a rate is set on each host's own interface)")
+        quotas = {}
+        for host, cores in dict(cpu_quota_cores or {}).items():
+            host = Integer(0, num_hosts - 1)("cpu_quota_cores key", host)
+            quotas[host] = Number(0, low_open=True, unit="cores")(f"cpu_quota_cores[{host}]", cores)
         self.num_hosts = num_hosts
         self.rate_Bps = rate_Bps
         self.cpu_quota_cores = quotas
         self.namespaces = namespaces
         self._holders: list[subprocess.Popen] = []  # [switch, host 0, host 1, ...]
         self._cgroups: dict[int, Path] = {}
-        self._old_sigterm = None
 
     # ---- life cycle -----------------------------------------------------------------
-    def __enter__(self) -> "Hosts":
-        self._install_sigterm()
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _install_sigterm(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        from distsim.real.launcher import LaunchInterrupted
-
-        def on_sigterm(signum, frame):
-            raise LaunchInterrupted(f"signal {signum} received; tearing down the emulated hosts")
-
-        self._old_sigterm = signal.signal(signal.SIGTERM, on_sigterm)
+    what = "the emulated hosts"
 
     def start(self) -> None:
         """Build everything; raise :class:`HostsUnavailable` (after undoing it all) if a step fails."""
@@ -230,24 +205,13 @@ class Hosts:
             self._holders = [_start_holder() for _ in range(self.num_hosts + 1)]
             self._configure()
 
-    def close(self) -> None:
-        """Undo everything (idempotent). SIGINT and SIGTERM wait until it is done."""
-        in_main = threading.current_thread() is threading.main_thread()
-        if in_main:
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
-            for holder in self._holders:
-                _stop_holder(holder)
-            self._holders = []
-            for path in self._cgroups.values():
-                _remove_cgroup(path)
-            self._cgroups = {}
-        finally:
-            if self._old_sigterm is not None:
-                signal.signal(signal.SIGTERM, self._old_sigterm)
-                self._old_sigterm = None
-            if in_main:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    def _teardown(self) -> None:
+        for holder in self._holders:
+            _stop_holder(holder)
+        self._holders = []
+        for path in self._cgroups.values():
+            _remove_cgroup(path)
+        self._cgroups = {}
 
     # ---- what the launcher uses ----------------------------------------------------------
     def address(self, host: int, port: int = PORT) -> str:
@@ -313,8 +277,7 @@ class Hosts:
 
     # ---- building -------------------------------------------------------------------
     def _check_host(self, host: int) -> None:
-        if not (isinstance(host, int) and 0 <= host < self.num_hosts):
-            raise ValueError(f"host={host!r}; allowed: 0..{self.num_hosts - 1}")
+        Integer(0, self.num_hosts - 1)("host", host)
 
     def _configure(self) -> None:
         switch = self._holders[0].pid

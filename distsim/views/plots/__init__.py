@@ -9,6 +9,7 @@ and every legend says what its encodings mean. Save any figure with
 """
 
 from distsim.views.plots.comparison import plot_comparison, plot_predicted_vs_measured
+from distsim.views.plots.network import plot_bandwidth_sweep
 from distsim.views.plots.scaling import cost_per_step, plot_cost_breakdown, plot_scaling
 from distsim.views.plots.schedule import animate_schedule, plot_schedule_step, save_animation
 from distsim.views.plots.sharding import plot_sharding
@@ -23,6 +24,7 @@ __all__ = [
     "animate_schedule",
     "cost_per_step",
     "figure_png",
+    "plot_bandwidth_sweep",
     "plot_comparison",
     "plot_cost_breakdown",
     "plot_predicted_vs_measured",
