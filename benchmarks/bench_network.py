@@ -94,8 +94,27 @@ class Cell:
         return f"{short} {self.workers}w {self.workload} {self.rate_mbit:g} Mbit/s"
 
 
-def grid() -> list[Cell]:
-    return [Cell(s, w, m, r) for s in STRATEGIES for w in WORKERS for m in WORKLOADS for r in RATES_MBIT]
+#: The cells measured by default: every rate, worker count, model and strategy
+#: appears, but not every combination (the full product, ``--full``, is 72
+#: cells and several hours). The wide model runs at the faster rates, where a
+#: run takes seconds rather than minutes (a parameter server moves 2 x 4 MB
+#: per update: 7 s at 10 Mbit/s), and a 4-worker ring of the wide model at
+#: 10 Mbit/s exceeds TensorFlow's collective RPC deadline.
+LAB_GRID: tuple[tuple[str, int, str, float], ...] = (
+    *(("multi_worker_mirrored", w, "mnist_mlp", r) for w, r in
+      ((2, 10), (2, 50), (2, 200), (2, 1000), (3, 20), (3, 100), (4, 10), (4, 50), (4, 200))),
+    *(("multi_worker_mirrored", w, "mnist_mlp_wide", r) for w, r in ((2, 100), (2, 1000), (3, 200), (4, 1000))),
+    *(("parameter_server", w, "mnist_mlp", r) for w, r in
+      ((2, 10), (2, 50), (2, 200), (3, 20), (3, 100), (3, 1000), (4, 10), (4, 50), (4, 200))),
+    *(("parameter_server", w, "mnist_mlp_wide", r) for w, r in ((2, 1000), (4, 200))),
+)
+
+
+def grid(full: bool = False) -> list[Cell]:
+    """The cells to measure: :data:`LAB_GRID`, or with ``full`` every combination."""
+    if full:
+        return [Cell(s, w, m, r) for s in STRATEGIES for w in WORKERS for m in WORKLOADS for r in RATES_MBIT]
+    return [Cell(*cell) for cell in LAB_GRID]
 
 
 # ---- state on disk -------------------------------------------------------------------------------
@@ -139,10 +158,10 @@ def steps_for(cell: Cell, hw: LabHardware) -> int:
     return int(np.clip(round(STEADY_S / predicted), least, MAX_STEPS)) + WARMUP_STEPS
 
 
-def jobs(repeats: int, seed: int) -> list[tuple[int, Cell]]:
+def jobs(repeats: int, seed: int, full: bool = False) -> list[tuple[int, Cell]]:
     """Every (repeat, cell), each repeat in its own seeded random order."""
     rng = np.random.default_rng(seed)
-    cells = grid()
+    cells = grid(full)
     return [(r, cells[i]) for r in range(repeats) for i in rng.permutation(len(cells))]
 
 
@@ -184,8 +203,8 @@ def run_chunk(state: State, args) -> bool:
         run_calibration(state)
     hw = hardware(state)
     done = {(r["repeat"], r["cell"]) for r in state.runs()}
-    todo = [(rep, cell) for rep, cell in jobs(args.repeats, args.seed) if (rep, cell.key) not in done]
-    total = args.repeats * len(grid())
+    todo = [(rep, cell) for rep, cell in jobs(args.repeats, args.seed, args.full) if (rep, cell.key) not in done]
+    total = args.repeats * len(grid(args.full))
     rng = np.random.default_rng([args.seed, len(done)])
     for rep, cell in todo:
         if time.time() > deadline:
@@ -232,7 +251,7 @@ def evaluate(state: State) -> dict:
         else:
             by_cell.setdefault(r["cell"], []).append(r)
     rows = []
-    for cell in grid():
+    for cell in grid(full=True):  # every measured cell, in or out of LAB_GRID
         runs = by_cell.get(cell.key, [])
         if not runs:
             continue
@@ -335,6 +354,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0, help="seeds the order of the cells")
     parser.add_argument("--chunk-minutes", type=float, default=20.0, help="start no job after this long")
+    parser.add_argument("--full", action="store_true", help="every combination of the grid (72 cells), not LAB_GRID")
     parser.add_argument("--report", action="store_true", help="only rewrite the JSON from the stored runs")
     args = parser.parse_args()
     state = State(REPO / "data" / "measurements" / f"bench_network_{args.date}")

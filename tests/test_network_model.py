@@ -142,3 +142,30 @@ def test_hosts_check_their_arguments_before_building_anything():
     with _refused("rate_Bps=1000000.0; allowed: None without namespaces (a rate is set on each host's own interface)"):
         Hosts(2, rate_Bps=1e6, namespaces=False)
     assert wire_rate_arg(50e6 / 8) == "50000000bit"
+
+
+def test_fair_sharing_of_the_ps_nic_follows_mean_value_analysis_by_hand():
+    # Two stations of demand D = 1 s (pull and push lanes), no delay. One worker: cycle 2 D.
+    # Two: each station's residence is D (1 + 1/2), a cycle 3 D, so 2/3 updates/s.
+    # Three: the mean queue with two is 2/3 x 1.5 = 1, residence 2 D, cycle 4 D: 3/4 updates/s.
+    fair = asyncps.fair_share_updates_per_s
+    assert fair([0.0], [1.0, 1.0]) == pytest.approx(0.5, rel=1e-12)
+    assert fair([0.0, 0.0], [1.0, 1.0]) == pytest.approx(2 / 3, rel=1e-12)
+    assert fair([0.0] * 3, [1.0, 1.0]) == pytest.approx(3 / 4, rel=1e-12)
+    # Many workers saturate one station: 1 / D.
+    assert fair([0.0] * 400, [1.0, 0.5]) == pytest.approx(1.0, rel=1e-2)
+    # Two classes with equal delays are one class: multi-class and single-class MVA agree.
+    assert fair([0.3, 0.3, 0.3], [1.0, 1.0]) == pytest.approx(fair([0.3, 0.3, 0.30000001], [1.0, 1.0]), rel=1e-6)
+    with _refused("delay_s[1]=-1.0; allowed: a finite number >= 0 (seconds)"):
+        fair([0.0, -1.0], [1.0])
+
+
+def test_a_process_ps_prediction_runs_at_the_fair_sharing_rate():
+    # Two workers, 4 MB each way over a 20 Mbit/s PS NIC: the FIFO lanes would pipeline one
+    # worker's pull with the other's push (2 D per two updates); TCP's fair sharing makes it
+    # 3 D (see the test above) plus the small delays, as the benchmark measured.
+    scenario = lab_scenario("parameter_server", 2, 20, workload="mnist_mlp_wide", steps=20, hardware=_builtin())
+    predicted = distsim.predict(scenario)
+    nic_s = scenario.workload.gradient_bytes / scenario.cluster.inter_link.effective_Bps
+    assert predicted.summary.step_time_s == pytest.approx(3 * nic_s, rel=0.05)  # 5 %: latencies, requests, compute
+    assert predicted.summary.step_time_s > 2.9 * nic_s

@@ -36,7 +36,8 @@ lower-numbered workers applied at that instant. Times are in seconds.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -102,6 +103,11 @@ class UpdateLog:
     def updates_per_s(self) -> float:
         """Applied updates per simulated second."""
         return len(self) / float(self.apply_time_s[-1]) if len(self) else float("nan")
+
+    def stretched(self, factor: float) -> UpdateLog:
+        """The same updates in the same order with every time multiplied by ``factor`` (> 0)."""
+        factor = Number(0, low_open=True)("factor", factor)
+        return replace(self, read_time_s=self.read_time_s * factor, apply_time_s=self.apply_time_s * factor)
 
 
 def expected_staleness_immediate_pulls(num_workers: int) -> float:
@@ -207,6 +213,57 @@ def simulate_async(
         return _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s,
                                 ps_request_s if duplex else None)
     return _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s)
+
+
+#: Most population vectors :func:`fair_share_updates_per_s` walks (workers of
+#: each distinct cycle time + 1, multiplied): a few milliseconds of NumPy each.
+MAX_MVA_POPULATIONS = 100_000
+
+
+def fair_share_updates_per_s(delay_s, demand_s) -> float:
+    """Updates per second of workers whose transfers share the PS's NIC fairly.
+
+    Every worker cycles through a pull, its compute and a push. Concurrent
+    TCP transfers through one NIC direction share its rate (processor
+    sharing), unlike :func:`simulate_async`'s FIFO lanes, which serve one
+    transfer at a time. A closed network of processor-sharing stations and
+    per-worker delays has a product-form stationary distribution whatever the
+    distributions of the service times (Baskett, Chandy, Muntz and Palacios,
+    JACM 1975), so its throughput depends on the mean demands only, and exact
+    mean-value analysis gives it (Reiser and Lavenberg, JACM 1980): with ``n``
+    workers a station's residence time is its demand times one plus its mean
+    queue with ``n - 1`` workers. Workers with equal delays form one class
+    (multi-class MVA over their population vectors).
+
+    Args:
+        delay_s: per worker, seconds of its cycle spent outside the stations
+            (compute, latencies), each >= 0.
+        demand_s: per station, seconds of service each cycle needs there
+            (e.g. the pull and push bytes over each direction of the PS NIC),
+            each >= 0.
+    """
+    delay_s = np.asarray([_SECONDS(f"delay_s[{i}]", d) for i, d in enumerate(np.ravel(delay_s))])
+    demand_s = np.asarray([_SECONDS(f"demand_s[{i}]", d) for i, d in enumerate(np.ravel(demand_s))])
+    _WORKERS("len(delay_s)", len(delay_s))
+    delays, counts = np.unique(delay_s, return_counts=True)
+    populations = int(np.prod(counts + 1))
+    if populations > MAX_MVA_POPULATIONS:
+        raise InputError("delay_s", f"{len(delays)} distinct delays", f"at most {MAX_MVA_POPULATIONS} population "
+                         "vectors (product of each delay's worker count + 1)")
+    queue: dict[tuple[int, ...], np.ndarray] = {}
+    rate = 0.0
+    # Lexicographic order visits every population minus one worker before the population itself.
+    for n in itertools.product(*(range(c + 1) for c in counts)):
+        rate, q = 0.0, np.zeros(len(demand_s))
+        for c, n_c in enumerate(n):
+            if n_c:
+                fewer = n[:c] + (n_c - 1,) + n[c + 1:]
+                residence = demand_s * (1.0 + queue.get(fewer, 0.0))
+                rate_c = n_c / (delays[c] + residence.sum())
+                q += rate_c * residence
+                rate += rate_c
+        queue[n] = q
+    return rate
 
 
 def link_times_s(

@@ -196,6 +196,27 @@ def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]
 
 
 def _update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
+    """The event engine's log; with a full-duplex PS (``ps_cluster="processes"``)
+    its times are stretched to the rate of fair sharing (:func:`fair_share_rate`):
+    the event engine's FIFO lanes serve one transfer at a time, while TCP
+    shares each direction of the PS's NIC among all concurrent transfers."""
+    log = _fifo_update_log(scenario, costs)
+    if not costs.duplex:
+        return log
+    return log.stretched(log.updates_per_s / fair_share_rate(costs, scenario.num_replicas))
+
+
+def fair_share_rate(costs: AsyncCosts, workers: int) -> float:
+    """Updates per second when concurrent transfers share the PS fairly:
+    each direction of its NIC carries the bytes of one transfer per update,
+    its host serves both requests, and the rest of a worker's cycle (compute,
+    latencies) is its own (:func:`asyncps.fair_share_updates_per_s`)."""
+    nic_s = float(costs.ps_service_s - costs.ps_request_s)
+    own_s = costs.worker_compute_s(workers) + float(costs.push_s + costs.pull_s - 2 * costs.ps_service_s)
+    return asyncps.fair_share_updates_per_s(own_s, [nic_s, nic_s, 2 * float(costs.ps_request_s)])
+
+
+def _fifo_update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
     t = scenario.training
     workers = scenario.num_replicas
     return asyncps.simulate_async(
