@@ -10,8 +10,8 @@ The package is layered; each folder imports only from the ones below it
     views       figures and widgets
     published   published measurements the simulator reproduces
     numerics    NumPy training with virtual replicas on real MNIST
-    engines     the simulators: timing, async parameter servers, pipelines
-    mechanics   sharding, collectives, strategies, stragglers
+    engines     the simulators: steady state, timeline, async parameter servers, pipelines
+    mechanics   sharding, collectives and their costs, communication, strategies, stragglers
     results     the Result and Trace every run returns
     scenario    the experiment as one validated state, and its presets
     datasets    real MNIST, offline

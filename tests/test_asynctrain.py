@@ -10,7 +10,7 @@ from distsim.numerics.asynctrain import train_async, train_backup_sync
 from distsim.datasets.mnist import mnist_subset
 from distsim.numerics.models import MLP, SoftmaxRegression
 from distsim.results.result import Result
-from distsim.scenario.limits import MAX_REPLICAS
+from distsim.scenario.limits import MAX_SCHEDULE_RANKS as MAX_REPLICAS
 from distsim.numerics.train import TrainingDiverged, train_sync
 
 

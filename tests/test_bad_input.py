@@ -251,7 +251,7 @@ CROSS_FIELD = [
     (lambda: make_scenario(device={"preset": "this_machine_core", "replica_dispatch_s": 1e-3,
                                    "replica_variable_s": 2e-3}), "cluster.device.replica_variable_s"),
     # Sizes that cannot be simulated in bounded time and memory.
-    (lambda: make_scenario("v100", "resnet50_224", "multi_worker_mirrored", 100_000, 8), "cluster.devices_per_worker"),
+    (lambda: make_scenario("v100", "resnet50_224", "multi_worker_mirrored", 100_000, 16), "cluster.devices_per_worker"),
     (lambda: make_scenario(devices_per_worker=40_000), "cluster.devices_per_worker"),
     (lambda: make_scenario(devices_per_worker=64, steps=9_000), "training.steps"),
     (lambda: make_scenario(steps=10**9), "training.steps"),

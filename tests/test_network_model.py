@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import distsim
-from distsim.engines import asyncps, timing
+from distsim.engines import asyncps, steady
+from distsim.mechanics.communication import Communication
 from distsim.mechanics.strategies import plan
 from distsim.real.netlab import TCP_PAYLOAD_FRACTION, lab_scenario, nic_link, wire_bound_s
 from distsim.real.network import Emulation, Hosts, emulation_from_scenario, wire_rate_arg
@@ -41,12 +42,12 @@ def test_a_plain_link_prices_bytes_as_before():
 
 def test_a_two_worker_ring_over_nics_costs_two_latencies_and_one_gradient_each_way():
     scenario = lab_scenario("multi_worker_mirrored", 2, 50, hardware=_builtin())
-    p = timing.model_params(scenario)
+    p = steady.model_params(scenario)
     n = scenario.workload.gradient_bytes
     link = scenario.cluster.inter_link
     # Ring over 2 ranks: 2 steps, each moving half the gradient each way through every NIC.
     by_hand = 2 * link.latency_s + n / link.effective_Bps
-    assert float(timing.bucket_comm_s(p, plan(scenario), 2)) == pytest.approx(by_hand, rel=1e-9)
+    assert float(Communication.of(scenario, plan(scenario)).time_s(p, n)) == pytest.approx(by_hand, rel=1e-9)
     # The busiest NIC carries a whole gradient of frames per step: the wire bound.
     assert wire_bound_s(scenario) == pytest.approx(n / TCP_PAYLOAD_FRACTION / (50e6 / 8), rel=1e-12)
 

@@ -10,7 +10,7 @@ from distsim.mechanics import sharding
 from distsim.datasets.mnist import mnist_subset
 from distsim.numerics.models import MLP, SmallCNN, SoftmaxRegression
 from distsim.results.result import Result
-from distsim.scenario.limits import MAX_REPLICAS
+from distsim.scenario.limits import MAX_SCHEDULE_RANKS as MAX_REPLICAS
 from distsim.numerics.train import LRSchedule, TrainingDiverged, evaluate, sync_step, train_sync
 
 

@@ -111,3 +111,56 @@ def test_cells_outside_the_table_are_rejected():
         cell_scenario(table, 0, "mnist", 1e-3)
     with raises_input("workload.compute_s_per_sample", "-0.001", "a finite number > 0 (seconds)"):
         cell_scenario(table, 0, "tf_flowers", -1e-3)
+
+# ------------------------------------------------------------------ published cluster results (issue 15)
+
+import csv  # noqa: E402
+
+from distsim.published.reference import CLUSTER_FILES, compare_all, error_summary, load_cluster_tables  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def everything():
+    return compare_all()
+
+
+def test_cluster_tables_hold_the_published_numbers():
+    tables = {t.id: t for t in load_cluster_tables()}
+    # Spot checks against the sources as quoted in the table files.
+    assert tables["tf_dgx1_p100"].published["ResNet-50"] == [219, 422, 852, 1734]
+    assert tables["tf_aws_distributed_k80"].published["ResNet-152"] == [19.4, 146, 291, 565, 981]
+    assert tables["cscs_p2_8xlarge"].published["InceptionV3"][-1] == 3333.20
+    assert tables["dle_rn50_horovod"].published["DGX A100 (8x A100 40GB)"] == [909, 7000]
+    assert {t.file for t in tables.values()} == set(CLUSTER_FILES)
+    assert len({t.source for t in tables.values()}) == 3  # three independent sources
+
+
+def test_every_cell_error_is_the_one_reported_in_data_reference(everything):
+    rows = list(csv.DictReader((REPO / "data" / "reference" / "cells.csv").open()))
+    assert len(rows) == len(everything)
+    for row, c in zip(rows, everything):
+        assert (row["table"], row["row"], row["column"]) == (c.cell.table, c.cell.dataset, c.cell.column)
+        # The CSV keeps 4 decimals of the relative error.
+        assert float(row["error"]) == pytest.approx(c.cell.error, abs=1e-4)
+        assert float(row["error_before"]) == pytest.approx(c.before.error, abs=1e-4)
+
+
+def test_cluster_cells_median_error_meets_the_target(everything):
+    summary = error_summary(everything)["all cluster tables"]
+    assert summary["cells"] >= 25
+    assert summary["median"] <= 0.10  # the issue's target
+    # The mechanisms must help: the same cells without them were far off.
+    assert summary["median"] < summary["median_before"] / 2
+
+
+@pytest.mark.xfail(strict=True, reason="not met: AlexNet on 8 P100s (+34%) and InceptionV3 on 16-128 p2.xlarge "
+                                       "(-30% to -47%, their 1.25 Gbit/s link) miss; see data/reference/README.md")
+def test_cluster_cells_largest_error_meets_the_target(everything):
+    assert error_summary(everything)["all cluster tables"]["max"] <= 0.25
+
+
+@pytest.mark.xfail(strict=True, reason="not met: the Mirrored table stays at 13% (no sourced per-replica host "
+                                       "cost for GPUs); see data/reference/README.md")
+def test_seed_tables_mean_error_meets_the_target(comparisons):
+    for table_id, (_, cells) in comparisons.items():
+        assert np.mean([abs(c.error) for c in cells if not c.calibration]) <= 0.10, table_id

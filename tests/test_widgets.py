@@ -300,3 +300,41 @@ def test_redraws_after_any_path_match_a_fresh_dashboard(lab):
     fresh = WhatIfLab(lab.scenario)
     assert bytes(lab.timeline.image.value) == bytes(fresh.timeline.image.value)
     assert bytes(lab.scaling.image.value) == bytes(fresh.scaling.image.value)
+
+
+def test_cluster_mechanism_controls_set_their_scenario_fields(lab):
+    c = lab.controls
+    with lab._hold():
+        c["strategy"].value = "parameter_server"
+        c["num_workers"].value = 4
+        c["devices_per_worker"].value = 2
+        c["device"].value = "v100"
+        c["ps_mode"].value = "sync"
+        c["ps_placement"].value = "worker_hosts"
+        c["ps_local_sum"].value = True
+        c["topology"].value = "dgx1_v100"
+        c["grouping"].value = "fusion"
+        c["fusion_mib"].value = 32.0
+    lab.update()
+    assert lab.error.value == ""
+    s = lab.scenario
+    assert (s.strategy.mode, s.strategy.ps_placement, s.strategy.ps_local_sum) == ("sync", "worker_hosts", True)
+    assert s.cluster.topology.name == "dgx1_v100"
+    assert (s.training.grouping, s.training.fusion_threshold_bytes) == ("fusion", 32 * 2**20)
+    assert lab.result.summary == predict(s).summary
+    # The round trip keeps them, and the PS controls are live only for a synchronous PS.
+    twin = WhatIfLab()
+    twin.load_json(lab.export_json())
+    assert twin.scenario == s and not twin.controls["ps_placement"].disabled
+    with lab._hold():
+        c["ps_mode"].value = "async"
+    lab.update()
+    assert lab.scenario.strategy.ps_placement == "own_hosts" and c["ps_placement"].disabled
+    # A topology needs a GPU: on a CPU device the control is off and the scenario has none.
+    with lab._hold():
+        c["strategy"].value = "mirrored"
+        c["num_workers"].value = 1
+        c["device"].value = "this_machine_core"
+    lab.update()
+    assert lab.scenario.cluster.topology is None and c["topology"].disabled
+    lab.load(default_scenario())

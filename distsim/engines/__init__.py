@@ -1,14 +1,15 @@
 """The simulators: a scenario in, predicted times out.
 
-* :mod:`~distsim.engines.timing`: the synchronous step, in closed form and as an event timeline;
+* :mod:`~distsim.engines.steady`: the synchronous step in closed form (steady state, vectorised);
+* :mod:`~distsim.engines.timeline`: the synchronous step simulated step by step, with its trace;
 * :mod:`~distsim.engines.asyncps`: asynchronous parameter-server updates and their staleness;
 * :mod:`~distsim.engines.pipeline`: pipeline (model) parallelism;
 * :mod:`~distsim.engines.prediction`: :func:`predict`, one scenario;
 * :mod:`~distsim.engines.sweeps`: :func:`sweep`, a grid of scenarios at once.
 """
 
-from distsim.engines import asyncps, pipeline, timing
+from distsim.engines import asyncps, pipeline, steady, timeline
 from distsim.engines.prediction import predict
 from distsim.engines.sweeps import SweepTable, sweep
 
-__all__ = ["SweepTable", "asyncps", "pipeline", "predict", "sweep", "timing"]
+__all__ = ["SweepTable", "asyncps", "pipeline", "predict", "steady", "sweep", "timeline"]

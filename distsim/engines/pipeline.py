@@ -56,7 +56,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from distsim.mechanics.collectives import closed_form_time_s
+from distsim.mechanics.collectives import cost_model
 from distsim.results.result import Result, Summary
 from distsim.results.trace import EVENT_KINDS, Trace
 from distsim.scenario import Device, Link
@@ -702,7 +702,7 @@ def data_parallel_estimate(config: PipelineConfig, algorithm: str = "ring") -> D
     Raises:
         InputError: ``global_batch`` not divisible by the number of devices.
         ValueError: an unknown all-reduce ``algorithm`` (see
-            :func:`distsim.mechanics.collectives.closed_form_time_s`).
+            :func:`distsim.mechanics.collectives.cost_model`).
     """
     p = InstanceOf(PipelineConfig, "a PipelineConfig")("config", config).num_stages
     if config.global_batch % p:
@@ -714,8 +714,7 @@ def data_parallel_estimate(config: PipelineConfig, algorithm: str = "ring") -> D
     # Logical devices sharing one processor run their replicas one after another.
     compute_s = float(f[0] + b[0]) * (p if config.devices_share_cores else 1)
     grad_bytes = config.model.num_params * config.model.bytes_per_value
-    allreduce_s = float(closed_form_time_s(algorithm, p, grad_bytes, config.link_latency_s,
-                                           config.link_bandwidth_Bps))
+    allreduce_s = float(cost_model(algorithm, p).time_s(grad_bytes, config.link_latency_s, config.link_bandwidth_Bps))
     memory = int(local.param_bytes()[0] + local.stash_bytes_per_microbatch()[0])
     fits = None if config.device_memory_bytes is None else memory <= config.device_memory_bytes
     return DataParallelEstimate(p, compute_s, allreduce_s, compute_s + allreduce_s, memory, fits)

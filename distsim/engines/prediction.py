@@ -1,6 +1,6 @@
 """``distsim.predict``: a Scenario in, a predicted Result out.
 
-:func:`predict` runs the event timeline (sync, :mod:`distsim.engines.timing`)
+:func:`predict` runs the timeline (sync, :mod:`distsim.engines.timeline`)
 or the asynchronous parameter-server simulation (:mod:`distsim.engines.asyncps`)
 and returns a :class:`~distsim.results.result.Result` with
 ``source="predicted"``: the same type real runs produce.
@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from distsim.engines import asyncps, timing
+from distsim.engines import asyncps, steady, timeline
 from distsim.mechanics import memory
+from distsim.mechanics.communication import link_Bps
 from distsim.results.result import Result, Summary
 from distsim.scenario import Scenario
 from distsim.mechanics.strategies import StrategyPlan, plan
@@ -35,9 +36,15 @@ def predict(scenario: Scenario) -> Result:
     return _predict_sync(scenario, plan_)
 
 
+def _shown_note(run: timeline.Timeline) -> str:
+    """Which replicas the trace shows (all of them unless there are many)."""
+    shown, n = len(run.shown_replicas), run.num_replicas
+    return f"all {n}" if shown == n else f"{shown} of {n:,} (the first workers' and the last worker's)"
+
+
 def _meta(scenario: Scenario, plan_: StrategyPlan) -> dict[str, str]:
     return {
-        "engine": "distsim.engines.timing" if plan_.mode == "sync" else "distsim.engines.asyncps",
+        "engine": "distsim.engines.timeline" if plan_.mode == "sync" else "distsim.engines.asyncps",
         "tf_class": plan_.tf_class,
         "algorithm": str(plan_.algorithm),
         "mode": plan_.mode,
@@ -63,14 +70,13 @@ def check_fits(footprint: memory.Footprint) -> None:
 
 def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
     t = scenario.training
-    p = timing.model_params(scenario)
-    kind, policy = scenario.cluster.device.kind, t.shard_policy
+    p = steady.model_params(scenario)
     footprint = memory.footprint(p, scenario.strategy.name, scenario.per_replica_batch)
     check_fits(footprint)
-    timeline = timing.simulate(scenario)
-    model = timing.step_model(p, plan_, kind, policy)
-    steps = timeline.step_times_s
-    full = (timeline.global_examples == t.global_batch) & ~timeline.epoch_start
+    run = timeline.simulate(scenario)
+    model = steady.step_model(scenario, p)
+    steps = run.step_times_s
+    full = (run.global_examples == t.global_batch) & ~run.epoch_start
     mean_full = float(np.mean(steps[full])) if full.any() else float(model.step_time_s)
     # The epoch: the model's fill and final step, the simulated full steps (stragglers included).
     epoch = float(model.epoch_time_s) + float(model.steps_per_epoch - 1) * (mean_full - float(model.step_time_s))
@@ -78,7 +84,7 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
     step_time = float(np.median(steps[full])) if full.any() else float(model.step_time_s)
     throughput = t.global_batch / step_time
     speedup = throughput / float(model.baseline_throughput_samples_per_s)
-    exposed = float(np.median(timeline.exposed_comm_s[full])) if full.any() else float(model.exposed_comm_s)
+    exposed = float(np.median(run.exposed_comm_s[full])) if full.any() else float(model.exposed_comm_s)
     summary = Summary(
         step_time_s=step_time,
         throughput_samples_per_s=throughput,
@@ -97,9 +103,9 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
         global_batch=t.global_batch,
         summary=summary,
         step_times_s=steps,
-        trace=timeline.trace,
+        trace=run.trace,
         scenario=scenario,
-        meta=_meta(scenario, plan_),
+        meta={**_meta(scenario, plan_), "trace_replicas": _shown_note(run)},
     )
 
 
@@ -144,7 +150,7 @@ class AsyncCosts:
 
 
 def _worker_compute_s(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> np.ndarray:
-    parts = timing.step_parts(p, p["training.global_batch"], plan_, device_kind, shard_policy, 0.0)
+    parts = steady.step_parts(p, p["training.global_batch"], plan_, device_kind, shard_policy)
     # Each worker reads only its own batch (the PS coordinator hands out per-worker datasets).
     own_input = parts.input_s * parts.replica_batch / p["training.global_batch"] if shard_policy == "DATA" else parts.input_s
     device = parts.overhead_s + parts.dispatch_s + parts.forward_s + parts.backward_s
@@ -167,14 +173,14 @@ def async_costs(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: st
     replicas = p["cluster.num_workers"] * p["cluster.devices_per_worker"]
     grad = p["workload.num_params"] * p["workload.bytes_per_param"]
     request = p["cluster.inter_link.request_s"]
-    bandwidth = timing.link_Bps(p, "inter_link")
+    bandwidth = link_Bps(p, "inter_link")
     link = p["cluster.inter_link.latency_s"] + request + grad / bandwidth
     num_ps = float(plan_.options.get("num_shards", 1))
     in_process = plan_.ps_cluster == "in_process"
     return AsyncCosts(
         worker_batch=np.broadcast_to(_ceil(p["training.global_batch"], replicas), np.shape(compute)),
         compute_s=compute,
-        straggler_compute_s=_worker_compute_s(timing.straggler_params(p), plan_, device_kind, shard_policy),
+        straggler_compute_s=_worker_compute_s(steady.straggler_params(p), plan_, device_kind, shard_policy),
         push_s=link,
         pull_s=link,
         ps_service_s=link if in_process else request + grad / num_ps / bandwidth,
@@ -190,7 +196,7 @@ def _ceil(a, b):
 def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]:
     """The asynchronous update log of ``scenario`` (``training.steps`` updates
     per worker) and the costs behind it."""
-    p = timing.model_params(scenario)
+    p = steady.model_params(scenario)
     costs = async_costs(p, plan(scenario), scenario.cluster.device.kind, scenario.training.shard_policy)
     return _update_log(scenario, costs), costs
 
@@ -236,7 +242,7 @@ def _fifo_update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog
 
 def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
     t = scenario.training
-    p = timing.model_params(scenario)
+    p = steady.model_params(scenario)
     kind = scenario.cluster.device.kind
     costs = async_costs(p, plan_, kind, t.shard_policy)
     footprint = memory.footprint(p, scenario.strategy.name, costs.worker_batch)
@@ -246,7 +252,7 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
     rate = log.updates_per_s
     batch = float(costs.worker_batch)
     throughput = rate * batch
-    model = timing.step_model(p, plan_, kind, t.shard_policy)
+    model = steady.step_model(scenario, p)
     speedup = throughput / float(model.baseline_throughput_samples_per_s)
     cycle = workers / rate
     summary = Summary(

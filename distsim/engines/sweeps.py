@@ -1,7 +1,7 @@
 """``distsim.sweep``: predictions over a grid of scenario fields at once.
 
 :func:`sweep` evaluates the closed-form steady-state model of
-:mod:`distsim.engines.timing` (and the PS throughput bound for asynchronous
+:mod:`distsim.engines.steady` (and the PS throughput bound for asynchronous
 training) over the cartesian product of the values given, vectorised with
 NumPy, for speedup/efficiency tables and what-if plots. It uses the mean
 compute time (no straggler draws), and the same epoch length and memory
@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from distsim.engines import timing
+from distsim.engines import steady
 from distsim.engines.prediction import async_costs
 from distsim.mechanics import memory
 from distsim.mechanics.strategies import plan
@@ -116,7 +116,7 @@ def sweep(scenario: Scenario, over: Mapping[str, Any]) -> SweepTable:
             :data:`~distsim.scenario.limits.MAX_SWEEP_ROWS`.
     """
     keys, values = _checked_grid(scenario, over)
-    numeric = [k for k in keys if k in timing.MODEL_FIELDS and k not in _GROUP_FIELDS and _all_numbers(values[k])]
+    numeric = [k for k in keys if k in steady.MODEL_FIELDS and k not in _GROUP_FIELDS and _all_numbers(values[k])]
     structural = [k for k in keys if k not in numeric]
     for k in numeric:
         rule = rule_at(scenario, k)
@@ -132,7 +132,7 @@ def sweep(scenario: Scenario, over: Mapping[str, Any]) -> SweepTable:
         scn = scenario
         for k, i in zip(structural, grid[rows[0], struct_cols]):
             scn = scn.replace(k, values[k][i])
-        p = timing.model_params(scn)
+        p = steady.model_params(scn)
         for k in numeric:
             p[k] = np.asarray(values[k], dtype=float)[grid[rows, keys.index(k)]]
         p = {k: np.broadcast_to(v, (len(rows),)).astype(float) for k, v in p.items()}
@@ -163,7 +163,7 @@ def _checked_grid(scenario: Scenario, over: Any) -> tuple[list[str], dict[str, l
                              "rows (the product of the list lengths)")
         values[key] = list(vals)
         rule_at(scenario, key)  # an unknown path fails here, before any work
-        if key in _GROUP_FIELDS or key not in timing.MODEL_FIELDS or not _all_numbers(values[key]):
+        if key in _GROUP_FIELDS or key not in steady.MODEL_FIELDS or not _all_numbers(values[key]):
             seen: dict = {}
             for v in values[key]:
                 seen.setdefault(repr(v), v)
@@ -187,7 +187,7 @@ def _evaluate(scn: Scenario, p: dict) -> dict[str, np.ndarray]:
     plan_ = plan(scn)
     kind, policy = scn.cluster.device.kind, scn.training.shard_policy
     replicas = np.full(len(p["training.global_batch"]), float(scn.num_replicas))
-    model = timing.step_model(p, plan_, kind, policy)
+    model = steady.step_model(scn, p)
     if plan_.mode == "async":
         costs = async_costs(p, plan_, kind, policy)
         transfers = costs.pull_s + costs.push_s

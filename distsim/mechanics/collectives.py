@@ -26,21 +26,26 @@ inter-node link, shared by the ranks on that node. A step takes
 ``alpha + bytes / bandwidth`` of its busiest port (in or out), taking the
 slower of the intra and inter classes when a step uses both. The time of the
 additions themselves is neglected (they run at memory bandwidth, far above
-link bandwidth). This reproduces the textbook formulas (see
-:func:`closed_form_time_s`) and adds PS and NIC contention for free.
+link bandwidth). This reproduces the textbook formulas and adds PS and NIC contention for
+free. :mod:`distsim.mechanics.collective_costs` gives the same price in
+closed form (:func:`cost_model`), without building the schedule; build one
+only to execute it on arrays, animate it or inspect it.
 
 Bandwidths are in bytes per second, latencies in seconds, sizes in bytes.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from distsim.mechanics.collective_costs import CostModel, cost_model, resolve_options
 from distsim.scenario import ALGORITHMS
+
+__all__ = ["ALGORITHMS", "OPS", "CostModel", "Schedule", "Transfer", "build_schedule", "chunk_sizes",
+           "closed_form_time_s", "cost_model", "execute"]
 
 OPS: tuple[str, ...] = ("reduce", "copy")
 
@@ -343,12 +348,6 @@ def _parameter_server(workers: int, shards: int, message_bytes: int) -> tuple[_B
     return b, shards
 
 
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}={value!r}; allowed: an integer >= 1")
-    return int(value)
-
-
 def build_schedule(algorithm: str, num_ranks: int, message_bytes: int, **options) -> Schedule:
     """Build the schedule of ``algorithm`` for ``num_ranks`` contributing ranks.
 
@@ -373,26 +372,11 @@ def build_schedule(algorithm: str, num_ranks: int, message_bytes: int, **options
     Raises:
         ValueError: unknown algorithm or option, or an invalid value.
     """
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm={algorithm!r}; allowed: {ALGORITHMS}")
-    p = _positive_int("num_ranks", num_ranks)
+    resolved = resolve_options(algorithm, num_ranks, options)
+    p = int(num_ranks)
     if isinstance(message_bytes, bool) or not isinstance(message_bytes, (int, np.integer)) or message_bytes < 0:
         raise ValueError(f"message_bytes={message_bytes!r}; allowed: an integer >= 0")
-    allowed = {
-        "ring": {"ranks_per_node"},
-        "tree": {"ranks_per_node"},
-        "halving_doubling": {"ranks_per_node"},
-        "hierarchical": {"ranks_per_node"},
-        "reduce_to_one": {"ranks_per_node", "root", "extra_root"},
-        "parameter_server": {"num_shards", "ps_on_worker_nodes"},
-        "torus2d": {"dims"},
-    }[algorithm]
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise ValueError(f"option(s) {unknown} not understood by algorithm={algorithm!r}; allowed: {sorted(allowed)}")
-    rpn = _positive_int("ranks_per_node", options.get("ranks_per_node", p))
-    if p % rpn:
-        raise ValueError(f"ranks_per_node={rpn} does not divide num_ranks={p}; allowed: a divisor of {p}")
+    rpn = resolved["ranks_per_node"]
     num_inputs = p
     result_ranks = tuple(range(p))
     nodes = tuple(r // rpn for r in range(p))
@@ -405,25 +389,19 @@ def build_schedule(algorithm: str, num_ranks: int, message_bytes: int, **options
     elif algorithm == "hierarchical":
         b, chunks = _two_level(p // rpn, rpn, message_bytes)
     elif algorithm == "torus2d":
-        dims = options.get("dims") or _square_dims(p)
-        if len(dims) != 2 or int(dims[0]) * int(dims[1]) != p or min(dims) < 1:
-            raise ValueError(f"dims={tuple(dims)!r}; allowed: (rows, cols) with rows * cols == num_ranks={p}")
-        rows, cols = int(dims[0]), int(dims[1])
+        rows, cols = resolved["dims"]
         b, chunks = _two_level(rows, cols, message_bytes)
         nodes = tuple(range(p))  # every TPU core has its own ICI ports
     elif algorithm == "reduce_to_one":
-        root = options.get("root", 0)
-        if not isinstance(root, (int, np.integer)) or not 0 <= root < p:
-            raise ValueError(f"root={root!r}; allowed: a rank in 0..{p - 1}")
-        extra_root = bool(options.get("extra_root", False))
-        b, chunks = _reduce_to_one(p, message_bytes, int(root), extra_root)
+        extra_root = resolved["extra_root"]
+        b, chunks = _reduce_to_one(p, message_bytes, resolved["root"], extra_root)
         if extra_root:
             nodes = nodes + (0,)  # the host CPU sits on the first node
             result_ranks = tuple(range(p + 1))
     else:
-        k = _positive_int("num_shards", options.get("num_shards", 1))
+        k = resolved["num_shards"]
         b, chunks = _parameter_server(p, k, message_bytes)
-        if options.get("ps_on_worker_nodes", False):
+        if resolved["ps_on_worker_nodes"]:
             nodes = tuple(range(p)) + tuple(s % p for s in range(k))
         else:
             nodes = tuple(range(p + k))
@@ -437,13 +415,6 @@ def build_schedule(algorithm: str, num_ranks: int, message_bytes: int, **options
         result_ranks=result_ranks,
         node_of_rank=nodes,
     )
-
-
-def _square_dims(p: int) -> tuple[int, int]:
-    rows = int(math.isqrt(p))
-    while p % rows:
-        rows -= 1
-    return rows, p // rows
 
 
 def execute(schedule: Schedule, arrays: list[np.ndarray]) -> list[np.ndarray]:
@@ -483,108 +454,19 @@ def execute(schedule: Schedule, arrays: list[np.ndarray]) -> list[np.ndarray]:
     return state
 
 
-def closed_form_time_s(
-    algorithm: str,
-    num_ranks,
-    message_bytes,
-    latency_s,
-    bandwidth_Bps,
-    inter_latency_s=None,
-    inter_bandwidth_Bps=None,
-    ranks_per_node=None,
-    num_shards=1,
-):
-    """Textbook alpha-beta times, vectorised over NumPy arrays.
-
-    With p ranks, n bytes, alpha latency, B bandwidth:
-
-    * ring: ``2(p-1) alpha + 2 (p-1)/p n/B``
-    * halving_doubling (p a power of two): ``2 log2(p) alpha + 2 (p-1)/p n/B``
-    * tree (binomial): ``2 ceil(log2 p) (alpha + n/B)``
-    * reduce_to_one: ``2 (alpha + (p-1) n/B)`` (the root's port carries every message)
-    * parameter_server (k shards, own hosts): ``2 (alpha + max(n/B, p n/(k B)))``
-    * hierarchical (L = ranks_per_node, M = p/L nodes, NIC shared by a node):
-      ``2(L-1) alpha + 2 (L-1)/L n/B + 2(M-1) alpha' + 2 (M-1)/M n/B'``
-    * torus2d (rows M x cols L given as ``ranks_per_node=L``, every core its
-      own port, one link type):
-      ``2(L-1) alpha + 2 (L-1)/L n/B + 2(M-1) alpha + 2 (M-1)/M n/(L B)``
-
-    These match :meth:`Schedule.time_s` for the same inputs; the timing
-    engine's vectorised sweep uses them instead of building schedules.
-    """
-    p = np.asarray(num_ranks, dtype=float)
-    n = np.asarray(message_bytes, dtype=float)
-    a, bw = np.asarray(latency_s, dtype=float), np.asarray(bandwidth_Bps, dtype=float)
-    a2 = a if inter_latency_s is None else np.asarray(inter_latency_s, dtype=float)
-    bw2 = bw if inter_bandwidth_Bps is None else np.asarray(inter_bandwidth_Bps, dtype=float)
-    single = p <= 1
-    if algorithm == "ring":
-        t = 2 * (p - 1) * a + 2 * (p - 1) / p * n / bw
-    elif algorithm == "halving_doubling":
-        t = 2 * np.log2(np.maximum(p, 1)) * a + 2 * (p - 1) / p * n / bw
-    elif algorithm == "tree":
-        t = 2 * np.ceil(np.log2(np.maximum(p, 1))) * (a + n / bw)
-    elif algorithm == "reduce_to_one":
-        t = 2 * (a + (p - 1) * n / bw)
-    elif algorithm == "parameter_server":
-        k = np.asarray(num_shards, dtype=float)
-        return 2 * (a + np.maximum(n / bw, p * n / (k * bw)))
-    elif algorithm in ("hierarchical", "torus2d"):
-        local = p if ranks_per_node is None else np.asarray(ranks_per_node, dtype=float)
-        m = p / local
-        # A node's NIC carries all its ranks' inter-node traffic; a torus core
-        # carries only its own 1/L of the message on the second dimension.
-        second_bytes = n if algorithm == "hierarchical" else n / local
-        t = (2 * (local - 1) * a + 2 * (local - 1) / local * n / bw) + (
-            2 * (m - 1) * a2 + 2 * (m - 1) / m * second_bytes / bw2
-        )
-    else:
-        raise ValueError(f"algorithm={algorithm!r}; allowed: {ALGORITHMS}")
-    return np.where(single, 0.0, t)
-
-
-@dataclass(frozen=True)
-class CostModel:
-    """A schedule's alpha-beta cost as per-step byte fractions, so the time of
-    the same schedule can be evaluated for many message sizes and links at
-    once (NumPy broadcasting) without rebuilding it.
-
-    ``intra_frac[s]``/``inter_frac[s]``: bytes on step s's busiest intra-node
-    port / node NIC, as a fraction of the message; ``intra_used``/
-    ``inter_used``: whether step s uses that link class at all.
-    """
-
-    algorithm: str
-    num_ranks: int
-    intra_frac: np.ndarray
-    inter_frac: np.ndarray
-    intra_used: np.ndarray
-    inter_used: np.ndarray
-
-    def time_s(self, message_bytes, latency_s, bandwidth_Bps, inter_latency_s=None, inter_bandwidth_Bps=None):
-        """Same as :meth:`Schedule.time_s` (up to chunk rounding), vectorised."""
-        n = np.asarray(message_bytes, dtype=float)[..., None]
-        a1 = np.asarray(latency_s, dtype=float)[..., None]
-        b1 = np.asarray(bandwidth_Bps, dtype=float)[..., None]
-        a2 = a1 if inter_latency_s is None else np.asarray(inter_latency_s, dtype=float)[..., None]
-        b2 = b1 if inter_bandwidth_Bps is None else np.asarray(inter_bandwidth_Bps, dtype=float)[..., None]
-        intra = np.where(self.intra_used, a1 + n * self.intra_frac / b1, 0.0)
-        inter = np.where(self.inter_used, a2 + n * self.inter_frac / b2, 0.0)
-        return np.maximum(intra, inter).sum(axis=-1)
-
-
-_COST_REFERENCE_BYTES = 2**40  # large, so chunk rounding is negligible in the fractions
-
-
-def cost_model(algorithm: str, num_ranks: int, **options) -> CostModel:
-    """The :class:`CostModel` of ``build_schedule(algorithm, num_ranks, ...)``
-    (cached: schedules depend only on the algorithm, ranks and options)."""
-    return _cost_model(algorithm, num_ranks, tuple(sorted(options.items())))
-
-
-@functools.lru_cache(maxsize=512)
-def _cost_model(algorithm: str, num_ranks: int, options: tuple) -> CostModel:
-    schedule = build_schedule(algorithm, num_ranks, _COST_REFERENCE_BYTES, **dict(options))
-    intra_bytes, inter_bytes, intra_used, inter_used = _busiest_port_bytes(schedule)
-    return CostModel(algorithm, schedule.num_ranks, intra_bytes / _COST_REFERENCE_BYTES,
-                     inter_bytes / _COST_REFERENCE_BYTES, intra_used, inter_used)
+def closed_form_time_s(algorithm: str, num_ranks: int, message_bytes, latency_s, bandwidth_Bps,
+                       inter_latency_s=None, inter_bandwidth_Bps=None, ranks_per_node=None, num_shards=1):
+    """Seconds of ``algorithm`` over ``num_ranks`` ranks for ``message_bytes``
+    per rank (vectorised over the sizes and links): the closed form of the
+    schedule (:func:`cost_model`), here with the textbook's arguments.
+    ``ranks_per_node`` places consecutive ranks on one node (for
+    ``torus2d``: the columns of the grid); ``num_shards`` is the parameter
+    server's shard count."""
+    options: dict = {}
+    if ranks_per_node is not None:
+        options = {"dims": (int(num_ranks) // int(ranks_per_node), int(ranks_per_node))} if algorithm == "torus2d" \
+            else {"ranks_per_node": int(ranks_per_node)}
+    if algorithm == "parameter_server":
+        options = {"num_shards": int(num_shards)}
+    return cost_model(algorithm, int(num_ranks), **options).time_s(message_bytes, latency_s, bandwidth_Bps,
+                                                                   inter_latency_s, inter_bandwidth_Bps)

@@ -106,7 +106,7 @@ def plan(scenario: Scenario) -> StrategyPlan:
         algorithm = None
     options: dict = {}
     if algorithm == "parameter_server":
-        options = {"num_shards": s.num_ps}
+        options = {"num_shards": s.num_ps, "ps_on_worker_nodes": s.ps_placement == "worker_hosts"}
     elif algorithm == "torus2d":
         options = {}
     elif algorithm is not None:

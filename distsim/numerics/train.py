@@ -53,7 +53,7 @@ EVAL_CHUNK = 1000
 #: A learning rate: any finite rate > 0 (a rate too large shows as :class:`TrainingDiverged`).
 LEARNING_RATE = Number(0, low_open=True)
 #: Replicas trained at once: the scenario's bound (one collective schedule over them).
-REPLICAS = Integer(1, limits.MAX_REPLICAS)
+REPLICAS = Integer(1, limits.MAX_SCHEDULE_RANKS)
 _COUNT = Integer(1)
 _MODEL = InstanceOf(Model, "a distsim.numerics.models Model, e.g. make_model('mlp')")
 

@@ -15,11 +15,13 @@ import numpy as np
 from distsim.scenario import limits, rules
 from distsim.validation import (
     Boolean,
+    InputError,
     InstanceOf,
     Integer,
     Number,
     OneOf,
     Optional,
+    Sequence,
     StringMap,
     Text,
     check_fields,
@@ -54,6 +56,18 @@ ALGORITHMS: tuple[str, ...] = (
     "parameter_server",
     "torus2d",
 )
+
+#: Intra-node wirings of a :class:`Topology`.
+TOPOLOGY_KINDS: tuple[str, ...] = ("nvlink_mesh", "nvswitch", "pcie_tree")
+#: How collectives are priced (see :mod:`distsim.mechanics.communication`).
+PROTOCOLS: tuple[str, ...] = ("alpha_beta", "nccl")
+#: Algorithms of the inter-node stage of the hierarchical all-reduce.
+INTER_ALGORITHMS: tuple[str, ...] = ("ring", "halving_doubling", "tree", "nccl_tree")
+#: Where the parameter-server shards live (see :class:`Strategy`).
+PS_PLACEMENTS: tuple[str, ...] = ("own_hosts", "worker_hosts", "host_cpu")
+
+#: How gradient tensors are grouped into collectives (see :mod:`distsim.mechanics.gradients`).
+GROUPINGS: tuple[str, ...] = ("buckets", "per_tensor", "pack", "fusion")
 
 #: ``tf.data.experimental.AutoShardPolicy`` values (see :mod:`distsim.mechanics.sharding`).
 SHARD_POLICIES: tuple[str, ...] = ("DATA", "FILE", "OFF")
@@ -175,6 +189,49 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Topology:
+    """How the devices of one worker are wired to each other and to the host CPU.
+
+    Attributes:
+        name: preset name or a label.
+        kind: one of :data:`TOPOLOGY_KINDS`.
+        lane_bandwidth_Bps: achievable one-direction bandwidth of one
+            device-to-device lane (one NVLink; the PCIe path for
+            ``pcie_tree``), bytes/s.
+        ring_lanes: ``[devices, lanes]`` pairs, by growing device count:
+            rings among the first k devices of a worker use the lanes of the
+            largest listed count <= k (the first entry below it). Ring
+            all-reduces inside a worker run at ``lanes x lane_bandwidth_Bps``.
+        host_links: PCIe uplinks between the devices and the host CPU; the
+            devices share them evenly, so traffic to a parameter server on
+            the CPU moves ``ceil(devices / host_links)`` messages per uplink.
+        host_link_bandwidth_Bps: one-direction bandwidth of one uplink, bytes/s.
+        sources: where each number comes from.
+    """
+
+    name: str = checked(_NAME)
+    kind: str = checked(OneOf(TOPOLOGY_KINDS))
+    lane_bandwidth_Bps: float = checked(Number(0, low_open=True, unit="bytes/s"))
+    ring_lanes: tuple = checked(Sequence(Sequence(Integer(1, limits.MAX_DEVICES_PER_WORKER), 2),
+                                         limits.MAX_DEVICES_PER_WORKER))
+    host_links: int = checked(Integer(1, limits.MAX_DEVICES_PER_WORKER))
+    host_link_bandwidth_Bps: float = checked(Number(0, low_open=True, unit="bytes/s"))
+    sources: dict = _sources()
+
+    def __post_init__(self) -> None:
+        check_fields(self, "Topology")
+        counts = [pair[0] for pair in self.ring_lanes]
+        if not self.ring_lanes or any(len(pair) != 2 for pair in self.ring_lanes) or counts != sorted(set(counts)):
+            raise InputError("Topology.ring_lanes", [list(pair) for pair in self.ring_lanes],
+                             "[devices, lanes] pairs with growing device counts, at least one")
+
+    def lanes(self, devices: int) -> int:
+        """Lanes per device of rings among ``devices`` devices of one worker."""
+        below = [lanes for count, lanes in self.ring_lanes if count <= devices]
+        return below[-1] if below else self.ring_lanes[0][1]
+
+
+@dataclass(frozen=True)
 class Cluster:
     """``num_workers`` hosts with ``devices_per_worker`` devices each.
 
@@ -192,6 +249,9 @@ class Cluster:
             is its own hardware.
         host_input_speed: speed of each host's input-pipeline core relative
             to the core the workload's ``input_s_per_sample`` was measured on.
+        topology: how a worker's devices are wired (NVLink mesh, NVSwitch,
+            PCIe tree); ``None``: every device has one port on
+            ``intra_link``.
         straggler_cores: for CPU devices: the cores the *last* worker gets
             instead of ``physical_cores`` (a CPU quota: cgroup
             ``cfs_quota_us / cfs_period_us`` in a real run), so its host work
@@ -208,12 +268,18 @@ class Cluster:
     physical_cores: float | None = checked(
         Optional(Number(0, low_open=True, unit="cores per worker"), "each device is its own hardware"), default=None)
     host_input_speed: float = checked(Number(0, low_open=True), default=1.0)
+    topology: Topology | None = checked(
+        Optional(InstanceOf(Topology, "a topology preset name or an object of its fields"), "one port per device"),
+        default=None)
     straggler_cores: float | None = checked(
         Optional(Number(0, low_open=True, unit="cores of the last worker"), "no straggler"), default=None)
 
     def __post_init__(self) -> None:
         check_fields(self, "Cluster")
         rules.check_cluster(lambda name: getattr(self, name), self.device.kind, "Cluster")
+        if self.topology is not None and self.device.kind != "gpu":
+            raise InputError("Cluster.topology", self.topology.name, f"null for a {self.device.kind} device "
+                             "(topologies describe GPU servers)")
 
     @property
     def num_replicas(self) -> int:
@@ -240,6 +306,13 @@ class Workload:
         num_examples: training-set size (epoch length).
         num_gradient_tensors: gradient tensors (variables); the gradient
             can be cut into at most this many buckets.
+        tensor_params: parameters of each gradient tensor, in the order the
+            model creates its variables (first layer first); empty when not
+            known. They sum to ``num_params``.
+        tensor_ready: for each tensor (same order), the fraction of the
+            backward pass done when its gradient is ready, in (0, 1]: the
+            last layer's come first, the first layer's at 1. Empty exactly
+            when ``tensor_params`` is.
         sources: where each number comes from.
     """
 
@@ -254,10 +327,25 @@ class Workload:
     input_bytes_per_sample: int = checked(Integer(0, 10**12), default=0)
     activation_bytes_per_sample: float = checked(Number(0, unit="bytes"), default=0.0)
     num_gradient_tensors: int = checked(Integer(1, limits.MAX_GRADIENT_TENSORS), default=1)
+    tensor_params: tuple = checked(Sequence(Integer(1, limits.MAX_PARAMS), limits.MAX_GRADIENT_TENSORS), default=())
+    tensor_ready: tuple = checked(Sequence(Number(0, 1, low_open=True), limits.MAX_GRADIENT_TENSORS), default=())
     sources: dict = _sources()
 
     def __post_init__(self) -> None:
         check_fields(self, "Workload")
+        n = len(self.tensor_params)
+        if n not in (0, self.num_gradient_tensors):
+            raise InputError("Workload.tensor_params", f"<{n} tensors>",
+                             f"one entry per gradient tensor (num_gradient_tensors={self.num_gradient_tensors}) or none")
+        if len(self.tensor_ready) != n:
+            raise InputError("Workload.tensor_ready", f"<{len(self.tensor_ready)} values>",
+                             f"one value per entry of tensor_params ({n})")
+        if n and sum(self.tensor_params) != self.num_params:
+            raise InputError("Workload.num_params", self.num_params,
+                             f"the sum of tensor_params ({sum(self.tensor_params):,}), or clear tensor_params")
+        if any(later > earlier for earlier, later in zip(self.tensor_ready, self.tensor_ready[1:])):
+            raise InputError("Workload.tensor_ready", "<not non-increasing>",
+                             "values that never grow from the first layer to the last (backward runs last layer first)")
 
     @property
     def gradient_bytes(self) -> int:
@@ -283,6 +371,21 @@ class Strategy:
             process hosts the PS and every worker (``distsim.real``'s
             default localhost cluster); that process handles one transfer
             at a time from start to end, latency included.
+        protocol: how collectives are priced, one of :data:`PROTOCOLS`:
+            ``alpha_beta`` (the links' latency and bandwidth as given) or
+            ``nccl`` (NCCL's own tuning model: per-protocol latencies and
+            bandwidth; GPUs only).
+        inter_algorithm: the hierarchical all-reduce's algorithm between
+            nodes, one of :data:`INTER_ALGORITHMS` (``algorithm`` must be
+            ``hierarchical`` for any but ``ring``).
+        ps_local_sum: each worker sums its devices' gradients on its CPU and
+            pushes once (TF1's ``distributed_replicated`` and
+            ``parameter_server`` with several GPUs per worker); ``False``:
+            every replica pushes its own gradient. Synchronous only.
+        ps_placement: where the PS shards live, one of
+            :data:`PS_PLACEMENTS`: ``own_hosts`` (a host each),
+            ``worker_hosts`` (shard s on worker s's host) or ``host_cpu``
+            (the one worker's own CPU, reached over PCIe). Synchronous only.
     """
 
     name: str = checked(OneOf(STRATEGIES), default="mirrored")
@@ -290,10 +393,25 @@ class Strategy:
     mode: str | None = checked(Optional(OneOf(MODES), "the strategy's default"), default=None)
     num_ps: int = checked(Integer(1, 10_000), default=1)
     ps_cluster: str = checked(OneOf(PS_CLUSTERS), default="processes")
+    protocol: str = checked(OneOf(PROTOCOLS), default="alpha_beta")
+    inter_algorithm: str = checked(OneOf(INTER_ALGORITHMS), default="ring")
+    ps_local_sum: bool = checked(Boolean(), default=False)
+    ps_placement: str = checked(OneOf(PS_PLACEMENTS), default="own_hosts")
 
     def __post_init__(self) -> None:
         check_fields(self, "Strategy")
         rules.check_strategy(self.name, self.mode, "Strategy")
+        if self.inter_algorithm != "ring" and self.algorithm != "hierarchical":
+            raise InputError("Strategy.inter_algorithm", self.inter_algorithm,
+                             "'ring' unless algorithm is 'hierarchical' (only it has an inter-node stage)")
+        uses_ps = self.name == "parameter_server" or self.algorithm == "parameter_server"
+        for field_, value, default in (("ps_local_sum", self.ps_local_sum, False),
+                                       ("ps_placement", self.ps_placement, "own_hosts")):
+            if value != default and not uses_ps:
+                raise InputError(f"Strategy.{field_}", value, f"{default!r} unless gradients go through parameter servers")
+            if value != default and self.resolved_mode == "async":
+                raise InputError(f"Strategy.{field_}", value, f"{default!r} for asynchronous training "
+                                 "(modelled for synchronous parameter servers only)")
 
     @property
     def resolved_mode(self) -> str:
@@ -316,8 +434,21 @@ class Training:
         shuffle_buffer: ``shuffle(buffer)`` elements that must be read before
             the first batch of every epoch (0 = no shuffle).
         input_threads: parallel calls of the input map (1 = plain ``map``).
-        num_buckets: gradient buckets; bucket k's all-reduce starts when its
-            backward is done, overlapping the rest of the backward pass.
+        num_buckets: gradient buckets (``grouping="buckets"``): equal
+            pieces of the gradient; bucket k's all-reduce starts when k+1
+            K-ths of the backward pass are done, overlapping the rest.
+        grouping: how gradient tensors become collectives, one of
+            :data:`GROUPINGS` (see :mod:`distsim.mechanics.gradients`):
+            ``buckets`` (equal buckets), ``per_tensor`` (one collective per
+            tensor as it becomes ready: TF1 graph mode), ``pack`` (TF2's
+            ``CommunicationOptions(bytes_per_pack)`` packs in reverse
+            order) or ``fusion`` (Horovod's fusion buffer, flushed every
+            ``fusion_cycle_s``).
+        bytes_per_pack: TF2's ``bytes_per_pack`` (0: one pack of every
+            tensor), bytes. Only with ``grouping="pack"``.
+        fusion_threshold_bytes: Horovod's fusion buffer
+            (``HOROVOD_FUSION_THRESHOLD``; 0 disables fusion), bytes.
+        fusion_cycle_s: Horovod's cycle time (``HOROVOD_CYCLE_TIME``), seconds.
         compute_distribution: per-device, per-step compute-time factor with
             mean 1: one of :data:`COMPUTE_DISTRIBUTIONS` (stragglers).
         compute_sigma: lognormal shape of that factor.
@@ -346,6 +477,10 @@ class Training:
     shuffle_buffer: int = checked(Integer(0, limits.MAX_EXAMPLES), default=0)
     input_threads: int = checked(Integer(1, 4_096), default=1)
     num_buckets: int = checked(Integer(1, limits.MAX_GRADIENT_TENSORS), default=1)
+    grouping: str = checked(OneOf(GROUPINGS), default="buckets")
+    bytes_per_pack: int = checked(Integer(0, 10**15), default=0)
+    fusion_threshold_bytes: int = checked(Integer(0, 10**15), default=64 * 2**20)
+    fusion_cycle_s: float = checked(Number(0, 10, low_open=True, unit="seconds"), default=0.005)
     compute_distribution: str = checked(OneOf(COMPUTE_DISTRIBUTIONS), default="deterministic")
     compute_sigma: float = checked(Number(0, 10), default=0.1)
     backup_workers: int = checked(Integer(0, limits.MAX_REPLICAS), default=0)
@@ -357,3 +492,8 @@ class Training:
 
     def __post_init__(self) -> None:
         check_fields(self, "Training")
+        if self.num_buckets != 1 and self.grouping != "buckets":
+            raise InputError("Training.num_buckets", self.num_buckets,
+                             f"1 unless grouping is 'buckets' (grouping {self.grouping!r} decides the collectives)")
+        if self.bytes_per_pack and self.grouping != "pack":
+            raise InputError("Training.bytes_per_pack", self.bytes_per_pack, "0 unless grouping is 'pack'")

@@ -24,6 +24,11 @@ def make_scenario(
     mode: str | None = None,
     num_ps: int = 1,
     ps_cluster: str = "processes",
+    topology: str | dict | None = None,
+    protocol: str = "alpha_beta",
+    inter_algorithm: str = "ring",
+    ps_local_sum: bool = False,
+    ps_placement: str = "own_hosts",
     name: str = "",
     **training: Any,
 ) -> Scenario:
@@ -42,11 +47,15 @@ def make_scenario(
         cluster["intra_link"] = intra_link
     if inter_link is not None:
         cluster["inter_link"] = inter_link
+    if topology is not None:
+        cluster["topology"] = topology
     return Scenario.from_dict({
         "schema_version": SCHEMA_VERSION,
         "name": name,
         "cluster": cluster,
         "workload": workload,
-        "strategy": {"name": strategy, "algorithm": algorithm, "mode": mode, "num_ps": num_ps, "ps_cluster": ps_cluster},
+        "strategy": {"name": strategy, "algorithm": algorithm, "mode": mode, "num_ps": num_ps, "ps_cluster": ps_cluster,
+                     "protocol": protocol, "inter_algorithm": inter_algorithm, "ps_local_sum": ps_local_sum,
+                     "ps_placement": ps_placement},
         "training": training,
     })

@@ -10,7 +10,11 @@ links there with :func:`write_user_preset`.
 In scenario JSON a device, link or workload is given as a preset name
 (``"gtx_1080_ti"``), a preset with overrides (``{"preset": "k80",
 "efficiency": 0.4}``) or inline with every field spelled out;
-:func:`component_from` builds any of the three.
+:func:`component_from` builds any of the three. A workload preset's
+per-tensor data (``tensor_params``, ``tensor_ready``) describes the preset's
+own model: overriding its size (``num_params`` or ``num_gradient_tensors``)
+without giving new per-tensor data makes it another model, whose tensors are
+not known, so that data is left out.
 """
 
 from __future__ import annotations
@@ -23,14 +27,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from distsim.scenario.components import Device, Link, Workload
+from distsim.scenario.components import Device, Link, Topology, Workload
 from distsim.validation import InputError, check_keys
 
 SCHEMA_VERSION = 1
 
 #: Preset kinds, the file each lives in and the component it builds.
-PRESET_FILES: dict[str, str] = {"device": "devices.json", "link": "links.json", "workload": "workloads.json"}
-COMPONENTS: dict[str, type] = {"device": Device, "link": Link, "workload": Workload}
+PRESET_FILES: dict[str, str] = {"device": "devices.json", "link": "links.json", "workload": "workloads.json",
+                                "topology": "topologies.json"}
+COMPONENTS: dict[str, type] = {"device": Device, "link": Link, "workload": Workload, "topology": Topology}
 PRESET_DIR_ENV = "DISTSIM_PRESET_DIR"
 
 
@@ -166,6 +171,10 @@ def component_from(kind: str, spec: Any, path: str):
     if not isinstance(extra_sources, dict):
         raise InputError(f"{path}.sources", extra_sources, "an object of field -> source text")
     sources = {**sources, **{k: "scenario override" for k in overrides}, **extra_sources}
+    if kind == "workload" and {"num_params", "num_gradient_tensors"} & set(overrides) and "tensor_params" not in overrides:
+        for key in ("tensor_params", "tensor_ready"):
+            values.pop(key, None)
+            sources.pop(key, None)
     return build(kind, {**values, **overrides, "name": spec["preset"], "sources": sources}, path)
 
 

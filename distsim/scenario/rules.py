@@ -145,6 +145,14 @@ def _check_strategy_options(get: Get) -> None:
     if get("strategy.ps_cluster") != "processes" and name != "parameter_server":
         raise InputError("strategy.ps_cluster", get("strategy.ps_cluster"),
                          "'processes' unless strategy is 'parameter_server'")
+    workers = get("cluster.num_workers")
+    if get("strategy.ps_placement") == "host_cpu":
+        _require(np.asarray(workers) == 1, "strategy.ps_placement", get("strategy.ps_placement"),
+                 lambda i: f"'own_hosts' or 'worker_hosts' for {_row(workers, i):,} workers ('host_cpu' is one "
+                           "worker's own CPU)")
+    if get("strategy.protocol") == "nccl" and get("cluster.device.kind") != "gpu":
+        raise InputError("strategy.protocol", "nccl", f"'alpha_beta' on {get('cluster.device.kind')} devices "
+                         "(NCCL runs on GPUs)")
     backup, replicas = get("training.backup_workers"), _replicas(get)
     if not np.any(backup):
         return
@@ -186,8 +194,14 @@ def _check_size(get: Get) -> None:
         _require(np.asarray(steps) * replicas <= limits.MAX_ASYNC_UPDATES, "training.steps", steps,
                  lambda i: f"steps x workers <= {limits.MAX_ASYNC_UPDATES:,} updates (here x {_row(replicas, i):,} workers)")
         return
-    buckets = get("training.num_buckets")
-    cells = np.asarray(steps) * replicas * np.asarray(buckets)
+    collectives = (np.asarray(get("training.num_buckets")) if get("training.grouping") == "buckets"
+                   else np.asarray(get("workload.num_gradient_tensors")))
+    cells = np.asarray(steps) * (replicas + collectives)
     _require(cells <= limits.MAX_TIMELINE_CELLS, "training.steps", steps,
-             lambda i: f"steps x replicas x num_buckets <= {limits.MAX_TIMELINE_CELLS:,} "
-                       f"(here x {_row(replicas, i):,} replicas x {_row(buckets, i):,} buckets)")
+             lambda i: f"steps x (replicas + collectives per step) <= {limits.MAX_TIMELINE_CELLS:,} "
+                       f"(here x ({_row(replicas, i):,} + {_row(collectives, i):,}))")
+    per_step = 8 + np.minimum(collectives, 16) + collectives
+    events = np.asarray(steps) * np.minimum(replicas, limits.MAX_TRACE_REPLICAS) * per_step
+    _require(events <= limits.MAX_TRACE_EVENTS, "training.steps", steps,
+             lambda i: f"steps x traced replicas x events per step <= {limits.MAX_TRACE_EVENTS:,} (here x "
+                       f"{min(_row(replicas, i), limits.MAX_TRACE_REPLICAS):,} x {_row(per_step, i):,})")

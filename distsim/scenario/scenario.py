@@ -33,6 +33,7 @@ COMPONENT_PATHS: dict[str, str] = {
     "cluster.device": "device",
     "cluster.intra_link": "link",
     "cluster.inter_link": "link",
+    "cluster.topology": "topology",
     "workload": "workload",
 }
 
@@ -94,8 +95,9 @@ class Scenario:
                 "device": dataclasses.asdict(c.device),
                 "intra_link": dataclasses.asdict(c.intra_link),
                 "inter_link": dataclasses.asdict(c.inter_link),
+                "topology": None if c.topology is None else _lists(dataclasses.asdict(c.topology)),
             },
-            "workload": dataclasses.asdict(self.workload),
+            "workload": _lists(dataclasses.asdict(self.workload)),
             "strategy": dataclasses.asdict(self.strategy),
             "training": dataclasses.asdict(self.training),
         }
@@ -137,6 +139,15 @@ class Scenario:
         return replace_path(self, path, value)
 
 
+def _lists(d: dict) -> dict:
+    """``d`` with its tuples as lists, as JSON reads them back."""
+    return {k: _list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+def _list(value):
+    return [_list(v) for v in value] if isinstance(value, tuple) else value
+
+
 def _part_from(cls_: type, spec: Any, path: str):
     spec = check_keys(path, spec, {f.name for f in dataclasses.fields(cls_)})
     try:
@@ -152,4 +163,6 @@ def _cluster_from(spec: Any) -> Cluster:
     spec["device"] = device
     spec["intra_link"] = component_from("link", spec.get("intra_link", intra_default), "cluster.intra_link")
     spec["inter_link"] = component_from("link", spec.get("inter_link", inter_default), "cluster.inter_link")
+    if spec.get("topology") is not None:
+        spec["topology"] = component_from("topology", spec["topology"], "cluster.topology")
     return _part_from(Cluster, spec, "cluster")

@@ -172,6 +172,25 @@ class Optional(Rule):
 
 
 @dataclass(frozen=True)
+class Sequence(Rule):
+    """A list or tuple of at most ``max_len`` items, each accepted by
+    ``item``; stored as a tuple (JSON arrays come in as lists)."""
+
+    item: Rule
+    max_len: int = 100_000
+
+    def accepts(self, value: Any) -> bool:
+        return (isinstance(value, (list, tuple)) and len(value) <= self.max_len
+                and all(self.item.accepts(v) for v in value))
+
+    def normalise(self, value: Any) -> tuple:
+        return tuple(self.item.normalise(v) for v in value)
+
+    def allowed(self) -> str:
+        return f"a list of at most {self.max_len:,} items, each {self.item.allowed()}"
+
+
+@dataclass(frozen=True)
 class StringMap(Rule):
     """A mapping of string keys to values of any JSON type (e.g. ``sources``)."""
 

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from contextlib import contextmanager
 
 import ipywidgets as widgets
+import numpy as np
 
 from distsim import scenario as sc
 from distsim.engines import predict, sweep
@@ -29,6 +30,8 @@ MAX_DEVICES_PER_WORKER = 8
 MAX_PS_SHARDS = 8
 MAX_STEPS = 50
 MAX_GLOBAL_BATCH = 65536
+#: Horovod fusion buffer range, MiB.
+MAX_FUSION_MIB = 512
 PARAM_RANGE = (1_000, 100_000_000_000)
 #: Replica counts of the scaling curve.
 SCALING_REPLICAS = (1, 2, 4, 8, 16, 32, 64)
@@ -36,6 +39,7 @@ SCALING_REPLICAS = (1, 2, 4, 8, 16, 32, 64)
 MULTI_WORKER = ("multi_worker_mirrored", "parameter_server")
 DEFAULT = "default"
 LOADED = "(from file)"
+NONE = "none"
 
 
 def default_scenario() -> sc.Scenario:
@@ -46,23 +50,35 @@ def default_scenario() -> sc.Scenario:
                             global_batch=256, steps=10, name="4x GTX 1080 Ti, MirroredStrategy")
 
 
-_COMPONENT_CLASSES = {"device": sc.Device, "link": sc.Link, "workload": sc.Workload}
+_COMPONENT_CLASSES = {"device": sc.Device, "link": sc.Link, "workload": sc.Workload, "topology": sc.Topology}
 #: Preset kind of each component control.
 _COMPONENT_KINDS = {"device": "device", "intra_link": "link", "inter_link": "link", "workload": "workload"}
 
 
 def resized_workload(spec: dict, factor: float) -> dict:
-    """A workload ``factor`` times the size (as a scenario dict): parameters,
-    FLOPs per example and any measured per-example compute time scale
-    together."""
+    """A workload ``factor`` times the size (as a scenario dict): parameters
+    (every gradient tensor alike), FLOPs per example and any measured
+    per-example compute time scale together."""
     spec = dict(spec)
     spec["num_params"] = int(round(spec["num_params"] * factor))
+    if spec.get("tensor_params"):
+        spec["tensor_params"] = _scaled_counts(spec["tensor_params"], spec["num_params"])
     spec["flops_per_sample"] = spec["flops_per_sample"] * factor
     if spec.get("compute_s_per_sample") is not None:
         spec["compute_s_per_sample"] = spec["compute_s_per_sample"] * factor
     note = f"what-if lab: {spec['name']} resized x{factor:.4g}"
     spec["sources"] = {**spec.get("sources", {}), "num_params": note, "flops_per_sample": note}
     return spec
+
+
+def _scaled_counts(counts: list[int], total: int) -> list[int]:
+    """``counts`` scaled to sum to ``total`` (largest-remainder rounding, each >= 1)."""
+    raw = np.asarray(counts, dtype=float) * total / sum(counts)
+    out = np.maximum(np.floor(raw).astype(np.int64), 1)
+    short = total - int(out.sum())
+    order = np.argsort(-(raw - np.floor(raw)) if short > 0 else -out)
+    out[order[:abs(short)]] += 1 if short > 0 else -1
+    return out.tolist()
 
 
 class WhatIfLab:
@@ -136,6 +152,17 @@ class WhatIfLab:
             "compute_sigma": widgets.FloatSlider(min=0.0, max=1.0, step=0.05, description="straggler spread σ",
                                                  style=style, layout=wide, continuous_update=False),
             "num_ps": slider("PS shards", 1, MAX_PS_SHARDS),
+            "ps_mode": dropdown("PS training", [("asynchronous", "async"), ("synchronous", "sync")]),
+            "ps_placement": dropdown("PS placement", [("own hosts", "own_hosts"), ("on the workers' hosts",
+                                                      "worker_hosts"), ("host CPU (one worker)", "host_cpu")]),
+            "ps_local_sum": widgets.Checkbox(description="sum a worker's devices first", style=style, layout=wide),
+            "topology": dropdown("server topology", [("none (one port each)", NONE)]
+                                 + [(n, n) for n in sc.preset_names("topology")]),
+            "protocol": dropdown("collectives", [("alpha-beta", "alpha_beta"), ("NCCL", "nccl")]),
+            "inter_algorithm": dropdown("between nodes", sc.INTER_ALGORITHMS),
+            "grouping": dropdown("gradient grouping", sc.GROUPINGS),
+            "fusion_mib": widgets.BoundedFloatText(min=0.0, max=MAX_FUSION_MIB, step=8.0,
+                                                   description="fusion buffer MiB", style=style, layout=wide),
             "steps": slider("steps simulated", 1, MAX_STEPS),
         }
         for name, control in self.controls.items():
@@ -214,6 +241,23 @@ class WhatIfLab:
         strategy["name"] = c["strategy"]
         strategy["algorithm"] = None if c["algorithm"] == DEFAULT else c["algorithm"]
         strategy["num_ps"] = c["num_ps"]
+        gpu = self._chosen("device").kind == "gpu"
+        cluster["topology"] = (dataclasses.asdict(self._preset("topology", c["topology"]))
+                               if gpu and c["topology"] != NONE else None)
+        strategy["protocol"] = c["protocol"] if gpu else "alpha_beta"
+        strategy["inter_algorithm"] = c["inter_algorithm"] if strategy["algorithm"] == "hierarchical" else "ring"
+        ps = c["strategy"] == "parameter_server"
+        if ps:  # asynchronous is the strategy's default: stored as null, like a loaded scenario
+            strategy["mode"] = None if c["ps_mode"] == "async" else "sync"
+        synchronous_ps = ps and c["ps_mode"] == "sync"
+        strategy["ps_placement"] = c["ps_placement"] if synchronous_ps else "own_hosts"
+        strategy["ps_local_sum"] = bool(c["ps_local_sum"]) if synchronous_ps else False
+        training["grouping"] = c["grouping"]
+        if c["grouping"] != "buckets":
+            training["num_buckets"] = 1
+        if c["grouping"] != "pack":
+            training["bytes_per_pack"] = 0
+        training["fusion_threshold_bytes"] = int(round(c["fusion_mib"] * 2**20))
         training["global_batch"] = c["global_batch"]
         training["prefetch"] = {DEFAULT: None, "on": True, "off": False}[c["prefetch"]]
         training["compute_distribution"] = c["compute_distribution"]
@@ -246,8 +290,23 @@ class WhatIfLab:
             ctl["compute_distribution"].value = s.training.compute_distribution
             ctl["compute_sigma"].value = s.training.compute_sigma
             ctl["num_ps"].value = s.strategy.num_ps
+            ctl["ps_mode"].value = s.strategy.resolved_mode if s.strategy.name == "parameter_server" else "async"
+            ctl["ps_placement"].value = s.strategy.ps_placement
+            ctl["ps_local_sum"].value = s.strategy.ps_local_sum
+            ctl["topology"].value = NONE if s.cluster.topology is None else self._topology_option(s.cluster.topology)
+            ctl["protocol"].value = s.strategy.protocol
+            ctl["inter_algorithm"].value = s.strategy.inter_algorithm
+            ctl["grouping"].value = s.training.grouping
+            ctl["fusion_mib"].value = s.training.fusion_threshold_bytes / 2**20
             ctl["steps"].value = s.training.steps
         self.update()
+
+    def _topology_option(self, topology: sc.Topology) -> str:
+        """The topology control's value for a loaded topology: only presets can be shown."""
+        if topology.name in sc.preset_names("topology") and self._preset("topology", topology.name) == topology:
+            return topology.name
+        raise InputError("cluster.topology", topology.name, f"one of the topology presets {sc.preset_names('topology')} "
+                         "(the dashboard shows presets only)")
 
     def _check_ranges(self, s: sc.Scenario) -> None:
         """A scenario the controls cannot show is refused, never clipped."""
@@ -257,6 +316,10 @@ class WhatIfLab:
             if not control.min <= value <= control.max:
                 raise InputError(path, value, f"{control.min}..{control.max} (the dashboard's range; "
                                  "predict() takes any valid scenario)")
+        fusion = s.training.fusion_threshold_bytes
+        if fusion > MAX_FUSION_MIB * 2**20:
+            raise InputError("training.fusion_threshold_bytes", fusion, f"0..{MAX_FUSION_MIB * 2**20:,} (the "
+                             "dashboard's range; predict() takes any valid scenario)")
 
     # ------------------------------------------------------------ updates
 
@@ -290,7 +353,14 @@ class WhatIfLab:
 
     def _enable_controls(self) -> None:
         c = self.controls
-        c["num_ps"].disabled = c["strategy"].value != "parameter_server"
+        ps = c["strategy"].value == "parameter_server"
+        c["num_ps"].disabled = not ps
+        c["ps_mode"].disabled = not ps
+        c["ps_placement"].disabled = c["ps_local_sum"].disabled = not (ps and c["ps_mode"].value == "sync")
+        gpu = self._chosen("device").kind == "gpu"
+        c["topology"].disabled = c["protocol"].disabled = not gpu
+        c["inter_algorithm"].disabled = c["algorithm"].value != "hierarchical"
+        c["fusion_mib"].disabled = c["grouping"].value != "fusion"
         c["compute_sigma"].disabled = c["compute_distribution"].value != "lognormal"
         c["inter_link"].disabled = c["num_workers"].value == 1
 
@@ -396,9 +466,11 @@ class WhatIfLab:
 
         controls = widgets.VBox(
             section("Cluster", ["strategy", "num_workers", "devices_per_worker", "device", "intra_link",
-                                "inter_link", "num_ps"])
+                                "inter_link", "topology"])
             + section("Model and data", ["workload", "num_params", "global_batch", "steps"])
-            + section("Knobs", ["algorithm", "prefetch", "compute_distribution", "compute_sigma"])
+            + section("Communication", ["algorithm", "inter_algorithm", "protocol", "grouping", "fusion_mib"])
+            + section("Parameter servers", ["num_ps", "ps_mode", "ps_placement", "ps_local_sum"])
+            + section("Knobs", ["prefetch", "compute_distribution", "compute_sigma"])
             + [widgets.HTML("<b>Share</b>"), self.json_text,
                widgets.HBox([self.export_button, self.load_button]), self.upload, self.download,
                self.share_message, widgets.HTML("<b>Compare</b>"), self.pin_button],

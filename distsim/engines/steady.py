@@ -1,0 +1,491 @@
+"""The synchronous step in closed form: steady-state step and epoch times.
+
+The model, per step and per replica (all times in seconds):
+
+* **input** (on the worker's host): the pipeline reads the examples of the
+  step, ``examples x input_s_per_sample / (host_input_speed x
+  input_threads)``, then copies each replica's batch to its accelerator over
+  the intra-worker link (not for CPU devices). Under ``DATA`` sharding every
+  worker's pipeline reads the *whole* global batch (it discards the other
+  workers' share only afterwards); under ``FILE``/``OFF`` its own share. With
+  prefetch the host prepares step s+1 while the devices compute step s (one
+  batch ahead), otherwise input and compute alternate. With prefetch and a
+  shuffle buffer, the first batch of every epoch also waits for the buffer
+  to fill.
+* **host dispatch**: the worker's host spends ``step_overhead_s`` once per
+  step, then dispatches its replicas one after another,
+  ``replica_dispatch_s`` each; replica j starts computing when its dispatch
+  is done. Part of that dispatch, ``replica_variable_s``, serves the
+  replica's own copy of the variables; central_storage keeps one copy, so
+  it pays that part once per step (with the overhead), not per replica. A
+  worker process with less than one physical core (``physical_cores < 1``:
+  more localhost processes than cores) runs this single-threaded host work
+  ``1 / physical_cores`` times slower.
+* **compute**: forward (1/3 of ``batch x seconds_per_example``) and backward
+  (2/3). Seconds per example is the workload's measured
+  ``compute_s_per_sample`` or ``flops_per_sample / (peak_flops x
+  efficiency)``. Replicas on their own hardware compute side by side. CPU
+  devices that share ``physical_cores`` take turns on those cores, each
+  using all of them, so N logical devices on 2 cores compute no faster than
+  one device on those 2 cores. One replica's compute then hides the next
+  one's dispatch: with dispatch ``d`` and a replica's compute ``q`` on all
+  the cores, L replicas take ``L max(d, q) + min(d, q)`` (a two-stage flow
+  shop).
+* **comm**: the gradient travels as the collectives of
+  :mod:`distsim.mechanics.gradients` (equal buckets, one per tensor, TF2
+  packs or Horovod fusion buffers), one at a time, each starting once every
+  replica has produced its tensors and the previous one is done, so they
+  overlap the rest of the backward pass. Each costs the strategy's
+  collective for its bytes on the scenario's hardware
+  (:class:`distsim.mechanics.communication.Communication`).
+* **update**: ``num_params x optimizer_bytes_per_param /
+  memory_bandwidth_Bps``.
+* **metrics**: across worker processes (multi_worker_mirrored), Keras
+  all-reduces each of its ``metric_values`` scalar metric variables after
+  the update, one after another: latency-bound collectives of 4 bytes.
+
+:func:`step_model` gives the deterministic steady-state step time,
+vectorised over NumPy arrays of the numeric fields (the sweep uses it);
+:mod:`distsim.engines.timeline` simulates the same model step by step with
+stragglers. With deterministic compute the two agree exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from distsim.mechanics import gradients, sharding
+from distsim.mechanics.communication import Communication, link_Bps
+from distsim.mechanics.strategies import StrategyPlan, plan
+from distsim.scenario import Scenario
+from distsim.validation import InputError
+
+#: Scenario fields the vectorised model reads (numeric; None becomes NaN).
+MODEL_FIELDS: tuple[str, ...] = (
+    "cluster.num_workers",
+    "cluster.devices_per_worker",
+    "cluster.physical_cores",
+    "cluster.host_input_speed",
+    "cluster.device.peak_flops",
+    "cluster.device.efficiency",
+    "cluster.device.memory_bandwidth_Bps",
+    "cluster.device.step_overhead_s",
+    "cluster.device.replica_dispatch_s",
+    "cluster.device.replica_variable_s",
+    "cluster.intra_link.bandwidth_Bps",
+    "cluster.intra_link.latency_s",
+    "cluster.inter_link.bandwidth_Bps",
+    "cluster.inter_link.latency_s",
+    "cluster.inter_link.request_s",
+    "cluster.intra_link.payload_fraction",
+    "cluster.intra_link.stack_bandwidth_Bps",
+    "cluster.inter_link.payload_fraction",
+    "cluster.inter_link.stack_bandwidth_Bps",
+    "cluster.straggler_cores",
+    "workload.num_params",
+    "workload.bytes_per_param",
+    "workload.flops_per_sample",
+    "workload.compute_s_per_sample",
+    "workload.input_s_per_sample",
+    "workload.input_bytes_per_sample",
+    "workload.num_examples",
+    "workload.activation_bytes_per_sample",
+    "cluster.device.memory_bytes",
+    "training.global_batch",
+    "training.drop_remainder",
+    "training.num_files",
+    "training.shuffle_buffer",
+    "training.input_threads",
+    "training.num_buckets",
+    "training.optimizer_bytes_per_param",
+    "training.metric_values",
+)
+
+
+def model_params(scenario: Scenario) -> dict[str, np.ndarray]:
+    """The :data:`MODEL_FIELDS` of a scenario as 0-d float arrays."""
+    out = {}
+    for path in MODEL_FIELDS:
+        value = scenario
+        for part in path.split("."):
+            value = getattr(value, part)
+        out[path] = np.asarray(np.nan if value is None else float(value))
+    return out
+
+
+def ceil_div(a, b):
+    return -(-np.asarray(a) // np.asarray(b))
+
+
+# ------------------------------------------------------------------ communication
+
+
+@dataclass(frozen=True)
+class Collectives:
+    """The gradient's collectives in one step of a scenario.
+
+    Attributes:
+        comm: prices one collective.
+        training: the scenario's training knobs (grouping and its settings).
+        stream: the gradient tensors in backward order.
+        gradient_bytes: the scenario's gradient bytes (cut points of packs
+            and fusion buffers).
+        backup_workers: whether the step aggregates only the first replicas
+            (then the whole gradient is one collective).
+    """
+
+    comm: Communication
+    training: object
+    stream: gradients.TensorStream
+    gradient_bytes: float
+    backup_workers: bool = False
+
+    @classmethod
+    def of(cls, scenario: Scenario, plan_: StrategyPlan | None = None) -> "Collectives | None":
+        """None when the strategy sums no gradients (one replica, or async)."""
+        plan_ = plan_ or plan(scenario)
+        n = scenario.num_replicas
+        if plan_.mode == "async" or plan_.algorithm is None or n == 1 and plan_.algorithm != "parameter_server":
+            return None
+        return cls(Communication.of(scenario, plan_), scenario.training, gradients.tensor_stream(scenario.workload),
+                   float(scenario.workload.gradient_bytes), scenario.training.backup_workers > 0)
+
+    def duration_s(self, p: dict, message_bytes) -> np.ndarray:
+        """Seconds of one collective's part that the gradients wait for."""
+        return self.comm.push_s(p, message_bytes)
+
+    def pull_s(self, p: dict) -> np.ndarray:
+        """A parameter server's pull of all variables after the step's pushes (0 otherwise)."""
+        return self.comm.pull_s(p, p["workload.num_params"] * p["workload.bytes_per_param"])
+
+    @property
+    def fused(self) -> bool:
+        """Whether the grouping depends on the step's timing (Horovod fusion)."""
+        return self.training.grouping == "fusion" and not self.backup_workers
+
+    @property
+    def sharded(self) -> bool:
+        """TF1 graph-mode parameter servers: one transfer per whole variable
+        to its own PS task (see :func:`distsim.mechanics.communication.sharded_ps_exchange`)."""
+        return self.comm.two_level_ps and self.training.grouping == "per_tensor" and not self.backup_workers
+
+    def sharded_exchange_s(self, p: dict, launch_s: list):
+        """(end of the last push, the pull after it) for tensors ready at ``launch_s``."""
+        return self.comm.sharded_exchange_s(p, launch_s, self.stream.share, self.stream.share[::-1],
+                                            self.gradient_bytes)
+
+    def static_groups(self) -> gradients.Groups:
+        """The collectives when they do not depend on timing."""
+        if self.backup_workers:
+            return gradients.Groups(np.ones(1), np.ones(1))
+        return gradients.static_groups(self.stream, self.training, self.gradient_bytes)
+
+    def fused_groups(self, ready_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Horovod's buffers for tensors ready at ``ready_s`` after the first tick."""
+        t = self.training
+        return gradients.fusion_groups(ready_s, self.stream.share, self.gradient_bytes, t.fusion_cycle_s,
+                                       t.fusion_threshold_bytes)
+
+    def chain_s(self, p: dict, backward_s) -> np.ndarray:
+        """Seconds from the start of the backward pass until the last
+        collective ends, with every replica's backward taking ``backward_s``
+        (arrays broadcast over a sweep)."""
+        grad = p["workload.num_params"] * p["workload.bytes_per_param"]
+        bwd = np.asarray(backward_s, dtype=float)
+        if self.sharded:
+            push_end, pull = self.sharded_exchange_s(p, [r * bwd for r in self.stream.ready])
+            return push_end + pull
+        pull = self.pull_s(p)
+        if self.training.grouping == "buckets" or self.backup_workers:
+            # Equal buckets: max_k((k+1)/K bwd + (K-k) c) is attained at k = 0 or K-1.
+            k = 1 if self.backup_workers else self.training.num_buckets
+            c = self.duration_s(p, grad / k)
+            return np.maximum(bwd / k + k * c, bwd + c) + pull
+        if not self.fused:
+            groups = self.static_groups()
+            return gradients.serial_chain_end([r * bwd for r in groups.ready],
+                                              [self.duration_s(p, s * grad) for s in groups.share]) + pull
+        out = np.empty(np.broadcast_shapes(bwd.shape, np.shape(grad)))
+        bwd_b = np.broadcast_to(bwd, out.shape)
+        for value in np.unique(bwd_b):  # the buffers depend on the backward pass's length
+            rows = bwd_b == value
+            launch, share = self.fused_groups(self.stream.ready * value)
+            sub = {k: np.broadcast_to(v, out.shape)[rows] for k, v in p.items()}
+            grad_rows = sub["workload.num_params"] * sub["workload.bytes_per_param"]
+            out[rows] = gradients.serial_chain_end(list(launch), [self.duration_s(sub, s * grad_rows) for s in share])
+        return out + pull
+
+
+def metric_comm_s(p: dict, comm: Communication) -> np.ndarray:
+    """Seconds of the per-step metric all-reduces: ``metric_values`` 4-byte
+    all-reduces one after another with the gradient's schedule, when the
+    replicas span several worker processes (multi_worker_mirrored); 0
+    otherwise."""
+    one_process = np.all(p["cluster.num_workers"] == 1)
+    if comm.plan.strategy != "multi_worker_mirrored" or comm.plan.algorithm is None or one_process:
+        return np.zeros_like(p["training.metric_values"])
+    return p["training.metric_values"] * comm.time_s(p, 4.0)
+
+
+# ------------------------------------------------------------------ host and compute
+
+
+@dataclass
+class StepParts:
+    """Per-step costs of one global batch (arrays broadcast over a sweep).
+
+    Attributes:
+        replica_batch: examples on the busiest replica.
+        input_s: host input time of the step on one worker, incl. the copy
+            to the device.
+        overhead_s: the worker host's fixed cost of the step.
+        dispatch_s: from the end of that overhead until the last replica
+            starts computing: its own and earlier replicas' dispatch, and on
+            shared cores the earlier replicas' compute.
+        forward_s, backward_s: compute pieces of the last replica.
+        comm_chain_s: from the start of the backward pass until the last
+            gradient collective ends (0 without communication).
+        update_s: optimizer update.
+        metric_comm_s: the metric all-reduces after the update.
+    """
+
+    replica_batch: np.ndarray
+    input_s: np.ndarray
+    overhead_s: np.ndarray
+    dispatch_s: np.ndarray
+    forward_s: np.ndarray
+    backward_s: np.ndarray
+    comm_chain_s: np.ndarray
+    update_s: np.ndarray
+    metric_comm_s: np.ndarray
+
+    @property
+    def device_s(self) -> np.ndarray:
+        """Device time of the step: host work, compute, exposed all-reduce, update, metrics."""
+        return (self.overhead_s + self.dispatch_s + self.forward_s + self.backward_s + self.exposed_comm_s
+                + self.update_s + self.metric_comm_s)
+
+    @property
+    def exposed_comm_s(self) -> np.ndarray:
+        """Gradient communication not hidden behind the backward pass."""
+        return np.where(self.comm_chain_s > 0, np.maximum(self.comm_chain_s - self.backward_s, 0.0), 0.0)
+
+
+def shares_cores(p: dict, device_kind: str) -> np.ndarray:
+    """Whether a worker's replicas share its physical cores (CPU devices with
+    ``physical_cores`` set) rather than each having its own hardware."""
+    return (device_kind == "cpu") & ~np.isnan(p["cluster.physical_cores"])
+
+
+def _worker_cores(p: dict, device_kind: str) -> np.ndarray:
+    """Physical cores of a worker whose replicas share them; 1 (one device's own hardware) otherwise."""
+    return np.where(shares_cores(p, device_kind), p["cluster.physical_cores"], 1.0)
+
+
+def seconds_per_example(p: dict, device_kind: str) -> np.ndarray:
+    """Compute seconds per example on one replica running alone on its
+    hardware: all of the worker's cores for CPU devices that share them."""
+    measured = p["workload.compute_s_per_sample"]
+    derived = p["workload.flops_per_sample"] / (p["cluster.device.peak_flops"] * p["cluster.device.efficiency"])
+    return np.where(np.isnan(measured), derived, measured) / _worker_cores(p, device_kind)
+
+
+def host_slowdown(p: dict, device_kind: str) -> np.ndarray:
+    """How much slower a worker's single-threaded host work runs: ``1 /
+    physical_cores`` when its process has less than one core, else 1."""
+    return 1.0 / np.minimum(_worker_cores(p, device_kind), 1.0)
+
+
+def straggler_params(p: dict) -> dict:
+    """``p`` for the last worker: its cores are ``cluster.straggler_cores``
+    where one is set (a CPU-quota straggler), else unchanged."""
+    slow = dict(p)
+    straggler = p["cluster.straggler_cores"]
+    slow["cluster.physical_cores"] = np.where(np.isnan(straggler), p["cluster.physical_cores"], straggler)
+    return slow
+
+
+def host_costs_s(p: dict, plan_: StrategyPlan, device_kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """The worker host's seconds per step: (fixed overhead, dispatch of each replica).
+
+    Both run ``host_slowdown`` times slower on less than one core. A strategy
+    with one central copy of the variables (central_storage) moves the
+    variables' share of the dispatch from every replica to the overhead.
+    """
+    slow = host_slowdown(p, device_kind)
+    once = p["cluster.device.replica_variable_s"] if plan_.strategy == "central_storage" else 0.0
+    overhead = (p["cluster.device.step_overhead_s"] + once) * slow
+    dispatch = (p["cluster.device.replica_dispatch_s"] - once) * slow
+    return overhead, dispatch
+
+
+def dispatch_wait_s(local, dispatch, compute, shared) -> np.ndarray:
+    """Seconds from the end of the host's fixed overhead until the last of
+    ``local`` replicas starts computing, each replica taking ``dispatch`` to
+    dispatch and ``compute`` to compute.
+
+    Own hardware: the last starts after all dispatches, ``L d``. Shared cores
+    (replicas take turns): the flow shop ends at ``L max(d, q) + min(d, q)``,
+    and the last replica's own compute ``q`` is its final part.
+    """
+    flow_end = local * np.maximum(dispatch, compute) + np.minimum(dispatch, compute)
+    return np.where(shared, flow_end - compute, local * dispatch)
+
+
+def input_s(p: dict, global_examples, shard_policy: str, device_kind: str) -> np.ndarray:
+    """A worker host's input time for a step of ``global_examples``: reading
+    them (its own share unless DATA sharding), and copying a replica's batch
+    to its accelerator."""
+    workers = p["cluster.num_workers"]
+    replicas = workers * p["cluster.devices_per_worker"]
+    read = np.where((workers == 1) | (shard_policy == "DATA"), global_examples, ceil_div(global_examples, workers))
+    host_s = read * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
+    batch = ceil_div(global_examples, replicas)
+    copy_s = 0.0 if device_kind == "cpu" else batch * p["workload.input_bytes_per_sample"] / link_Bps(p, "intra_link")
+    return host_s + copy_s
+
+
+def update_s(p: dict) -> np.ndarray:
+    """The optimizer update on the device: its bytes over memory bandwidth."""
+    return p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / p["cluster.device.memory_bandwidth_Bps"]
+
+
+def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, shard_policy: str,
+               collectives: Collectives | None = None, metric_comm=0.0) -> StepParts:
+    """Costs of one step that carries ``global_examples`` examples."""
+    workers = p["cluster.num_workers"]
+    local = p["cluster.devices_per_worker"]
+    b = ceil_div(global_examples, workers * local).astype(float)
+    compute = b * seconds_per_example(p, device_kind)
+    overhead, dispatch = host_costs_s(p, plan_, device_kind)
+    backward = compute * 2 / 3
+    chain = np.zeros_like(b) if collectives is None else collectives.chain_s(p, backward) * np.ones_like(b)
+    return StepParts(
+        replica_batch=b,
+        input_s=input_s(p, global_examples, shard_policy, device_kind) * np.ones_like(b),
+        overhead_s=overhead * np.ones_like(b),
+        dispatch_s=dispatch_wait_s(local, dispatch, compute, shares_cores(p, device_kind)) * np.ones_like(b),
+        forward_s=compute / 3,
+        backward_s=backward,
+        comm_chain_s=chain,
+        update_s=update_s(p) * np.ones_like(b),
+        metric_comm_s=np.asarray(metric_comm, dtype=float) * np.ones_like(b),
+    )
+
+
+def step_time_s(parts: StepParts, prefetch) -> np.ndarray:
+    """Steady-state seconds per step: with prefetch the slower of host input
+    and device work, without it their sum."""
+    return np.where(prefetch, np.maximum(parts.input_s, parts.device_s), parts.input_s + parts.device_s)
+
+
+def fill_s(p: dict, prefetch, shard_policy: str) -> np.ndarray:
+    """Seconds the first batch of an epoch waits for the shuffle buffer to
+    fill (only exposed with prefetch; without it those reads are part of
+    the per-step input time). A worker's buffer holds at most its stream:
+    the whole dataset under DATA and OFF, its files under FILE."""
+    workers = int(np.unique(p["cluster.num_workers"]).item())
+    if shard_policy == "FILE":
+        stream = sharding.stream_lengths(p["workload.num_examples"], workers, shard_policy,
+                                         p["training.num_files"]).max(axis=0).reshape(np.shape(p["workload.num_examples"]))
+    else:
+        stream = p["workload.num_examples"]
+    reads = np.minimum(p["training.shuffle_buffer"], stream)
+    t = reads * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
+    return np.where(prefetch, t, 0.0)
+
+
+def epoch_plan(p: dict, shard_policy: str) -> sharding.Epoch:
+    """The epoch's steps, examples and final-step size (:func:`distsim.mechanics.sharding.epoch`)."""
+    workers = int(np.unique(p["cluster.num_workers"]).item())
+    local = int(np.unique(p["cluster.devices_per_worker"]).item())
+    files = p["training.num_files"] if shard_policy == "FILE" else None
+    try:
+        shape = sharding.epoch(p["workload.num_examples"], p["training.global_batch"], workers, local,
+                               p["training.drop_remainder"] > 0, shard_policy, files)
+    except InputError as exc:
+        raise exc.rebased("num_workers", "cluster.num_workers") from None
+    empty = np.asarray(shape.steps == 0)
+    if empty.any():
+        batch = np.broadcast_to(p["training.global_batch"], empty.shape)[empty].ravel()[0]
+        raise InputError("training.global_batch", int(batch), "at most the examples of the longest worker's stream "
+                         f"under {shard_policy} sharding when drop_remainder is true (otherwise an epoch has no step)")
+    return shape
+
+
+@dataclass
+class ModelOutput:
+    """Deterministic predictions of :func:`step_model` (arrays).
+
+    Attributes:
+        step_time_s: seconds per full step.
+        exposed_comm_s: all-reduce seconds per step not hidden by the backward pass.
+        epoch_time_s: seconds per epoch (shuffle fill, full steps, final step).
+        steps_per_epoch: steps in one epoch.
+        throughput_samples_per_s: examples per second in a full step.
+        baseline_throughput_samples_per_s: one device of the same kind running
+            one replica's batch (weak scaling's baseline), examples/s.
+        strong_baseline_throughput_samples_per_s: one device running the
+            whole global batch (strong scaling's baseline), examples/s.
+    """
+
+    step_time_s: np.ndarray
+    exposed_comm_s: np.ndarray
+    epoch_time_s: np.ndarray
+    steps_per_epoch: np.ndarray
+    throughput_samples_per_s: np.ndarray
+    baseline_throughput_samples_per_s: np.ndarray
+    strong_baseline_throughput_samples_per_s: np.ndarray
+
+    @property
+    def speedup(self) -> np.ndarray:
+        """Weak scaling: throughput over one device running one replica's batch."""
+        return self.throughput_samples_per_s / self.baseline_throughput_samples_per_s
+
+    @property
+    def strong_speedup(self) -> np.ndarray:
+        """Strong scaling: throughput over one device running the global batch."""
+        return self.throughput_samples_per_s / self.strong_baseline_throughput_samples_per_s
+
+
+def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
+    """Closed-form steady-state step and epoch times of ``scenario``, for
+    every entry of the (broadcast) numeric arrays in ``p`` (default: the
+    scenario's own :func:`model_params`). The replica layout comes from the
+    scenario (the sweep groups rows by it), because the collectives depend
+    on it."""
+    p = model_params(scenario) if p is None else p
+    plan_ = plan(scenario)
+    kind, policy = scenario.cluster.device.kind, scenario.training.shard_policy
+    collectives = Collectives.of(scenario, plan_)
+    metrics = metric_comm_s(p, Communication.of(scenario, plan_))
+    batch = p["training.global_batch"]
+    # Every worker waits for the slowest one (the straggler, when there is one) at the collectives.
+    slowest = straggler_params(p)
+    parts = step_parts(slowest, batch, plan_, kind, policy, collectives, metrics)
+    step = step_time_s(parts, plan_.prefetch)
+    shape = epoch_plan(p, policy)
+    last_parts = step_parts(slowest, shape.last_examples, plan_, kind, policy, collectives, metrics)
+    epoch = fill_s(p, plan_.prefetch, policy) + (shape.steps - 1) * step + step_time_s(last_parts, plan_.prefetch)
+    return ModelOutput(
+        step_time_s=step,
+        exposed_comm_s=parts.exposed_comm_s,
+        epoch_time_s=epoch,
+        steps_per_epoch=shape.steps,
+        throughput_samples_per_s=batch / step,
+        baseline_throughput_samples_per_s=_one_device_throughput(p, parts.replica_batch, plan_, kind, policy),
+        strong_baseline_throughput_samples_per_s=_one_device_throughput(p, batch, plan_, kind, policy),
+    )
+
+
+def _one_device_throughput(p: dict, batch, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> np.ndarray:
+    """Examples/s of one device of the same kind on the same host running
+    ``batch`` examples per step through the same input pipeline."""
+    one = dict(p)
+    one["cluster.num_workers"] = np.ones_like(p["cluster.num_workers"])
+    one["cluster.devices_per_worker"] = np.ones_like(p["cluster.devices_per_worker"])
+    one["training.global_batch"] = batch
+    base = step_parts(one, batch, plan_, device_kind, shard_policy)
+    return batch / step_time_s(base, plan_.prefetch)

@@ -1,0 +1,401 @@
+"""The synchronous step simulated step by step: stragglers, partial batches, the trace.
+
+:func:`simulate` runs the model of :mod:`distsim.engines.steady` for
+``training.steps`` steps, with a seeded random compute factor per (step,
+replica), the epoch's partial last batch and the shuffle-buffer fill. Every
+replica is simulated (vectorised over replicas), so 100,000 replicas cost
+arrays of 100,000 numbers per step. The trace shows at most
+:data:`TRACE_REPLICAS` of them (the first workers' replicas and the last
+worker's): replicas with identical cost distributions differ only in their
+random draws, and a learner reads a timeline of a few dozen rows, not of a
+hundred thousand. Step times, waits and the straggler effects are computed
+over all replicas.
+
+A collective can start once every replica has produced its tensors: that is
+the latest of the replicas' ``forward_end + ready x backward``. With many
+collectives it is found among the replicas no other replica beats on both
+terms (the upper Pareto front, a handful of replicas), so a step costs
+O(replicas log replicas + collectives), not O(replicas x collectives).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from distsim.engines import steady
+from distsim.mechanics import sharding, stragglers
+from distsim.mechanics.communication import Communication
+from distsim.mechanics.gradients import serial_chain
+from distsim.mechanics.strategies import plan
+from distsim.results.trace import EVENT_KINDS, Trace
+from distsim.scenario import Scenario, limits
+
+#: Replicas a trace shows at most.
+TRACE_REPLICAS = limits.MAX_TRACE_REPLICAS
+#: Collectives per step above which a replica's backward pass is one event,
+#: not one piece per collective.
+MAX_BACKWARD_PIECES = 16
+
+
+@dataclass
+class Timeline:
+    """What :func:`simulate` produced.
+
+    Attributes:
+        trace: the events of the shown replicas (columnar).
+        step_times_s: wall time of each step (last replica's update end minus
+            the previous one's).
+        exposed_comm_s: all-reduce time after the last replica's backward, per step.
+        global_examples: examples in each simulated step.
+        epoch_start: whether each step starts an epoch.
+        shown_replicas: global indices of the replicas in the trace.
+        num_replicas: replicas simulated.
+    """
+
+    trace: Trace
+    step_times_s: np.ndarray
+    exposed_comm_s: np.ndarray
+    global_examples: np.ndarray
+    epoch_start: np.ndarray
+    shown_replicas: np.ndarray
+    num_replicas: int
+
+
+def step_sizes(scenario: Scenario, p: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Global examples in each simulated step (the epoch's sequence: full
+    steps, then its final step; cycled), and which steps open an epoch."""
+    t = scenario.training
+    shape = steady.epoch_plan(p, t.shard_policy)
+    per_epoch, last = int(shape.steps), int(shape.last_examples)
+    position = np.arange(t.steps) % per_epoch
+    return np.where(position == per_epoch - 1, last, t.global_batch), position == 0
+
+
+def shown_replicas(workers: int, local: int) -> np.ndarray:
+    """The replicas a trace shows: all, or the first workers' and the last
+    worker's, at most :data:`TRACE_REPLICAS`."""
+    if workers * local <= TRACE_REPLICAS:
+        return np.arange(workers * local)
+    first = max(TRACE_REPLICAS // local - 1, 1)
+    shown_workers = list(range(first)) + [workers - 1]
+    per_worker = min(local, TRACE_REPLICAS // len(shown_workers))
+    return np.array([w * local + j for w in shown_workers for j in range(per_worker)])
+
+
+def upper_front(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (a_r, b_r) no other pair beats on both: the only candidates
+    for ``max_r (a_r + f b_r)`` at any f >= 0."""
+    order = np.lexsort((-b, -a))
+    b_sorted = b[order]
+    best_before = np.maximum.accumulate(np.concatenate([[-np.inf], b_sorted[:-1]]))
+    keep = order[b_sorted > best_before]
+    return a[keep], b[keep]
+
+
+def latest(a: np.ndarray, b: np.ndarray, fractions: np.ndarray) -> np.ndarray:
+    """``max_r (a_r + f b_r)`` for each f: directly for a few f, over the
+    upper front of the replicas for many."""
+    if len(fractions) > 16:
+        a, b = upper_front(a, b)
+    return np.array([np.max(a + f * b) for f in fractions])
+
+
+@dataclass
+class _Setup:
+    """Everything a step needs that does not change between steps."""
+
+    scenario: Scenario
+    p: dict
+    prefetch: bool
+    workers: int
+    local: int
+    replicas: int
+    collectives: steady.Collectives | None
+    per_example_s: np.ndarray  # per replica (the last worker's may be a straggler's)
+    shared: bool
+    overhead_s: np.ndarray  # per replica
+    dispatch_s: np.ndarray  # per replica
+    update_s: float
+    metric_s: float
+    fill_s: float
+    aggregate: int
+    static_ready: np.ndarray | None
+    static_duration: np.ndarray | None
+    pull_s: float
+    worker_of: np.ndarray
+    local_index: np.ndarray
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> "_Setup":
+        plan_ = plan(scenario)
+        if plan_.mode != "sync":
+            raise ValueError(f"strategy mode={plan_.mode!r}; simulate() handles 'sync' (use distsim.predict for async)")
+        c, t = scenario.cluster, scenario.training
+        p = steady.model_params(scenario)
+        kind = c.device.kind
+        # Per replica: the last worker's replicas may have a straggler's cores.
+        worker_of = np.repeat(np.arange(c.num_workers), c.devices_per_worker)
+        slow = worker_of == c.num_workers - 1
+        per_worker = [(float(steady.seconds_per_example(q, kind)), *(float(x) for x in steady.host_costs_s(q, plan_, kind)))
+                      for q in (p, steady.straggler_params(p))]
+        per_example, overhead, dispatch = (np.where(slow, per_worker[1][i], per_worker[0][i]) for i in range(3))
+        collectives = steady.Collectives.of(scenario, plan_)
+        ready = duration = None
+        if collectives is not None and not collectives.fused:
+            groups = collectives.static_groups()
+            ready = groups.ready
+            duration = np.asarray(collectives.duration_s(p, groups.share * float(scenario.workload.gradient_bytes)))
+        return cls(
+            scenario=scenario, p=p, prefetch=plan_.prefetch, workers=c.num_workers, local=c.devices_per_worker,
+            replicas=scenario.num_replicas, collectives=collectives,
+            per_example_s=per_example, shared=bool(steady.shares_cores(p, kind)),
+            overhead_s=overhead, dispatch_s=dispatch, update_s=float(steady.update_s(p)),
+            metric_s=float(steady.metric_comm_s(p, Communication.of(scenario, plan_))),
+            fill_s=float(steady.fill_s(p, plan_.prefetch, t.shard_policy)),
+            aggregate=scenario.num_replicas - t.backup_workers,
+            static_ready=ready, static_duration=duration,
+            pull_s=0.0 if collectives is None else float(collectives.pull_s(p)),
+            worker_of=worker_of,
+            local_index=np.tile(np.arange(c.devices_per_worker), c.num_workers),
+        )
+
+    def input_s(self, global_examples: int) -> float:
+        t = self.scenario.training
+        return float(steady.input_s(self.p, float(global_examples), t.shard_policy, self.scenario.cluster.device.kind))
+
+
+@dataclass
+class _Step:
+    """One simulated step: per worker and per replica times (all replicas),
+    and the step's collectives."""
+
+    in_start: np.ndarray
+    in_end: np.ndarray
+    host_start: np.ndarray
+    dispatch_end: np.ndarray
+    compute_start: np.ndarray
+    forward_end: np.ndarray
+    ready_end: np.ndarray  # end of each replica's backward (cut at the aggregation for dropped stragglers)
+    comm_start: np.ndarray
+    comm_end: np.ndarray
+    update_start: np.ndarray
+    update_end: np.ndarray
+    step_end: float
+    exposed_comm_s: float
+
+    def shown(self, replicas: np.ndarray, workers: np.ndarray) -> "_Step":
+        """The step restricted to the replicas (and workers) a trace shows."""
+        per_worker = ("in_start", "in_end", "host_start")
+        sliced = {name: getattr(self, name)[workers if name in per_worker else replicas]
+                  for name in ("in_start", "in_end", "host_start", "dispatch_end", "compute_start", "forward_end",
+                               "ready_end", "update_start", "update_end")}
+        return _Step(**sliced, comm_start=self.comm_start, comm_end=self.comm_end, step_end=self.step_end, exposed_comm_s=self.exposed_comm_s)
+
+
+def _compute_starts(setup: _Setup, dispatch_end: np.ndarray, work: np.ndarray) -> np.ndarray:
+    """When each replica starts computing: at its dispatch end on its own
+    hardware; on shared cores also after the previous replica's compute."""
+    if not setup.shared:
+        return dispatch_end
+    turn = dispatch_end.reshape(setup.workers, setup.local).copy()
+    busy = work.reshape(setup.workers, setup.local)
+    for j in range(1, setup.local):
+        turn[:, j] = np.maximum(turn[:, j], turn[:, j - 1] + busy[:, j - 1])
+    return turn.ravel()
+
+
+def _collectives(setup: _Setup, forward_end: np.ndarray, backward: np.ndarray):
+    """(start, end) of the step's collectives, and each replica's backward
+    end (cut at the aggregation for dropped stragglers)."""
+    done = forward_end + backward
+    coll = setup.collectives
+    if coll is None:
+        return np.zeros(0), np.zeros(0), done
+    grad = float(setup.scenario.workload.gradient_bytes)
+    if setup.aggregate < setup.replicas:  # backup workers: the first `aggregate` replicas' whole gradients
+        gather = np.partition(done, setup.aggregate - 1)[setup.aggregate - 1]
+        start, end = np.array([gather]), np.array([gather]) + setup.static_duration
+        if setup.pull_s > 0:
+            start, end = np.append(start, end[-1]), np.append(end, end[-1] + setup.pull_s)
+        return start, end, np.minimum(done, gather)
+    if coll.sharded:  # one push per variable to its PS task, then the pull
+        launch = latest(forward_end, backward, coll.stream.ready)
+        push_end, pull = (float(x) for x in coll.sharded_exchange_s(setup.p, list(launch)))
+        return np.array([launch[0], push_end]), np.array([push_end, push_end + pull]), done
+    if coll.fused:
+        tensor_ready = latest(forward_end, backward, coll.stream.ready)
+        first_tick = forward_end.max()  # the backward pass of the last replica starts
+        launch, share = coll.fused_groups(tensor_ready - first_tick)
+        launch = launch + first_tick
+        duration = np.asarray(coll.duration_s(setup.p, share * grad))
+    else:
+        launch = latest(forward_end, backward, setup.static_ready)
+        duration = setup.static_duration
+    start, end = serial_chain(launch, duration)
+    if setup.pull_s > 0:  # a parameter server's pull once every push is in
+        start, end = np.append(start, end[-1]), np.append(end, end[-1] + setup.pull_s)
+    return start, end, done
+
+
+def _simulate_step(setup: _Setup, examples: int, batches: np.ndarray, factor: np.ndarray, prev: _Step | None,
+                   epoch_start: bool) -> _Step:
+    if prev is None:
+        in_start = np.zeros(setup.workers)
+        dev_free = np.zeros(setup.replicas)
+    else:
+        gate = prev.host_start if setup.prefetch else np.full(setup.workers, prev.step_end)
+        in_start = np.maximum(prev.in_end, gate)
+        dev_free = np.full(setup.replicas, prev.step_end) if setup.metric_s > 0 else prev.update_end
+    in_end = in_start + setup.input_s(examples) + (setup.fill_s if epoch_start else 0.0)
+    host_start = np.maximum(in_end, dev_free.reshape(setup.workers, setup.local).max(axis=1))
+    dispatch_end = host_start[setup.worker_of] + setup.overhead_s + (setup.local_index + 1) * setup.dispatch_s
+    work = batches * setup.per_example_s * factor
+    compute_start = _compute_starts(setup, dispatch_end, work)
+    forward_end = compute_start + work / 3
+    start, end, done = _collectives(setup, forward_end, 2 * work / 3)
+    last_backward = float(done.max())
+    update_start = np.full(setup.replicas, end[-1]) if len(end) else done
+    update_end = update_start + setup.update_s
+    step_end = float(update_end.max()) + setup.metric_s  # the metric all-reduces wait for every replica
+    exposed = float(end[-1]) - last_backward if len(end) else 0.0
+    return _Step(in_start, in_end, host_start, dispatch_end, compute_start, forward_end, done, start, end,
+                 update_start, update_end, step_end, exposed)
+
+
+class _Columns:
+    """Collects trace events as arrays (no per-event Python objects)."""
+
+    def __init__(self) -> None:
+        self.labels: list[str] = []
+        self.parts: list[tuple[np.ndarray, ...]] = []
+
+    def add(self, device, kind: str, start, end, step, label: str) -> None:
+        device, start, end, step = (np.asarray(x).ravel() for x in np.broadcast_arrays(device, start, end, step))
+        mask = end > start
+        if label not in self.labels:
+            self.labels.append(label)
+        lab = self.labels.index(label)
+        n = int(mask.sum())
+        self.parts.append((device[mask], np.full(n, EVENT_KINDS.index(kind), np.int8), start[mask], end[mask],
+                           step[mask], np.full(n, lab, np.int32)))
+
+    def trace(self, devices: list[str]) -> Trace:
+        cols = [np.concatenate(c) if self.parts else np.zeros(0) for c in zip(*self.parts)]
+        return Trace(devices=devices, labels=self.labels, device=cols[0].astype(np.int32),
+                     kind=cols[1].astype(np.int8), start_s=cols[2].astype(float), end_s=cols[3].astype(float),
+                     step=cols[4].astype(np.int64), label=cols[5].astype(np.int32))
+
+
+def _trace(setup: _Setup, steps: list[_Step], shown: np.ndarray) -> Trace:
+    """The events of the shown replicas and their workers' input pipelines
+    (``steps`` hold only their columns, see :meth:`_Step.shown`)."""
+    local = setup.local
+    workers_shown = np.unique(shown // local)
+    worker_col = np.searchsorted(workers_shown, shown // local)
+    devices = [f"w{w}/input" for w in workers_shown]
+    devices += [f"w{r // local}/r{r % local}" for r in shown]
+    devices += [f"w{r // local}/r{r % local}/comm" for r in shown]
+    n_in, n_rep = len(workers_shown), len(shown)
+    rep_dev = n_in + np.arange(n_rep)[None, :]
+    comm_dev = n_in + n_rep + np.arange(n_rep)[None, :]
+    step_col = np.arange(len(steps))[:, None]
+
+    def rows(name: str, cols=slice(None)) -> np.ndarray:
+        return np.stack([getattr(s, name)[cols] for s in steps])
+
+    cols = _Columns()
+    cols.add(np.arange(n_in)[None, :], "input", rows("in_start"), rows("in_end"), step_col, "input pipeline")
+    host = rows("host_start", worker_col)
+    free = np.stack([np.full(len(shown), s.step_end) if setup.metric_s > 0 else s.update_end for s in steps])
+    prev_free = np.vstack([np.zeros((1, n_rep)), free[:-1]])
+    dispatch_end, compute_start = rows("dispatch_end"), rows("compute_start")
+    forward_end, done = rows("forward_end"), rows("ready_end")
+    cols.add(rep_dev, "idle", prev_free, host, step_col, "wait for input")
+    cols.add(rep_dev, "idle", host, dispatch_end, step_col, "host overhead + dispatch")
+    cols.add(rep_dev, "idle", dispatch_end, compute_start, step_col, "wait for shared cores")
+    cols.add(rep_dev, "compute", compute_start, forward_end, step_col, "forward")
+    _backward_events(cols, setup, rep_dev, step_col, forward_end, done)
+    update_start, update_end = rows("update_start"), rows("update_end")
+    cols.add(rep_dev, "idle", done, update_start, step_col, "wait for all-reduce")
+    _comm_events(cols, setup, steps, comm_dev)
+    cols.add(rep_dev, "update", update_start, update_end, step_col, "update")
+    if setup.metric_s > 0:
+        last = np.array([s.update_end.max() for s in steps])[:, None]
+        cols.add(comm_dev, "comm", last, np.array([s.step_end for s in steps])[:, None], step_col, "metric all-reduces")
+    return cols.trace(devices)
+
+
+def _backward_events(cols: _Columns, setup: _Setup, rep_dev, step_col, forward_end, done) -> None:
+    """One backward piece per collective (its tensors), or one event when
+    there are many collectives or none."""
+    ready = setup.static_ready
+    if ready is None or len(ready) == 1 or len(ready) > MAX_BACKWARD_PIECES:
+        cols.add(rep_dev, "compute", forward_end, done, step_col, "backward")
+        return
+    length = done - forward_end
+    for k in range(len(ready)):
+        lo = forward_end + (ready[k - 1] if k else 0.0) * length
+        hi = np.minimum(forward_end + ready[k] * length, done)
+        cols.add(rep_dev, "compute", lo, hi, step_col, f"backward {k}")
+
+
+def _comm_events(cols: _Columns, setup: _Setup, steps: list[_Step], comm_dev) -> None:
+    """Every collective of every step on every shown replica's comm row;
+    with many collectives per step, runs of back-to-back ones are one event
+    each (the row shows when the link is busy, not hundreds of slivers)."""
+    counts = np.array([len(s.comm_start) for s in steps])
+    if not counts.any():
+        return
+    names = _comm_labels(setup, int(counts.max()))
+    if counts.max() <= MAX_BACKWARD_PIECES:
+        for k in range(int(counts.max())):
+            idx = np.flatnonzero(counts > k)
+            start = np.array([steps[i].comm_start[k] for i in idx])[:, None]
+            end = np.array([steps[i].comm_end[k] for i in idx])[:, None]
+            cols.add(comm_dev, "comm", start, end, idx[:, None], names[k])
+        return
+    for i, s in enumerate(steps):
+        gaps = np.flatnonzero(s.comm_start[1:] > s.comm_end[:-1])
+        first = np.concatenate([[0], gaps + 1])
+        last = np.concatenate([gaps, [len(s.comm_start) - 1]])
+        cols.add(comm_dev, "comm", s.comm_start[first][:, None], s.comm_end[last][:, None], i,
+                 f"collectives ({counts.max()} per step)")
+
+
+def _comm_labels(setup: _Setup, count: int) -> list[str]:
+    """Names of a step's collectives on the trace."""
+    coll = setup.collectives
+    if coll is not None and coll.sharded:
+        return ["push gradients", "pull variables"]
+    names = [f"all-reduce {k}" if count > 1 else "all-reduce" for k in range(count)]
+    if setup.pull_s > 0:
+        names[-1] = "pull variables"
+    return names
+
+
+def simulate(scenario: Scenario) -> Timeline:
+    """Simulate ``training.steps`` synchronous steps.
+
+    Returns the trace (tracks ``w<i>/input`` for each shown worker's host,
+    ``w<i>/r<j>`` for each shown replica's compute and ``w<i>/r<j>/comm``
+    for its collectives) and the per-step times of all replicas.
+    """
+    setup = _Setup.of(scenario)
+    t = scenario.training
+    sizes, epoch_start = step_sizes(scenario, setup.p)
+    rng = np.random.default_rng(t.seed)
+    batches = {g: np.asarray(sharding.replica_batch_sizes(int(g), setup.replicas), dtype=float) for g in set(sizes)}
+    shown = shown_replicas(setup.workers, setup.local)
+    shown_workers = np.unique(shown // setup.local)
+    steps: list[_Step] = []  # the shown replicas' columns only: memory O(replicas + steps)
+    prev = None
+    for s, g in enumerate(sizes):
+        factor = stragglers.factors(rng, t.compute_distribution, setup.replicas, t.compute_sigma)
+        prev = _simulate_step(setup, int(g), batches[g], factor, prev, bool(epoch_start[s]))
+        steps.append(prev.shown(shown, shown_workers))
+    ends = np.array([s.step_end for s in steps])
+    return Timeline(trace=_trace(setup, steps, shown), step_times_s=np.diff(np.concatenate([[0.0], ends])),
+                    exposed_comm_s=np.array([s.exposed_comm_s for s in steps]), global_examples=sizes,
+                    epoch_start=epoch_start, shown_replicas=shown, num_replicas=setup.replicas)
