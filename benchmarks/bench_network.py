@@ -1,7 +1,8 @@
 """Predicted vs measured over emulated networks: real tf.distribute with every NIC shaped.
 
-The grid: every NIC at 10, 20, 50, 100, 200 and 1000 Mbit/s; 2, 3 and 4
-workers; ``mnist_mlp`` (407 KB of gradient) and ``mnist_mlp_wide`` (4.07 MB);
+The grid (:data:`LAB_GRID`, 24 cells; ``--full`` for all 72 combinations): every
+NIC at 10, 20, 50, 100, 200 or 1000 Mbit/s; 2, 3 or 4 workers;
+``mnist_mlp`` (407 KB of gradient) or ``mnist_mlp_wide`` (4.07 MB);
 MultiWorkerMirrored (ring all-reduce) and ParameterServer (one process per
 task, one PS). Each cell runs with its NICs shaped (:mod:`distsim.real.network`)
 and, right beside it in a random order, unshaped (the same namespaces without a

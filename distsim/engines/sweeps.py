@@ -2,7 +2,8 @@
 
 :func:`sweep` evaluates the closed-form steady-state model of
 :mod:`distsim.engines.steady` (and the PS throughput bound for asynchronous
-training) over the cartesian product of the values given, vectorised with
+training: an upper bound; `predict` also counts how transfers queue at the
+PS) over the cartesian product of the values given, vectorised with
 NumPy, for speedup/efficiency tables and what-if plots. It uses the mean
 compute time (no straggler draws), and the same epoch length and memory
 model as :func:`distsim.predict`.
