@@ -203,13 +203,23 @@ def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]
 
 def _update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
     """The event engine's log; with a full-duplex PS (``ps_cluster="processes"``)
-    its times are stretched to the rate of fair sharing (:func:`fair_share_rate`):
-    the event engine's FIFO lanes serve one transfer at a time, while TCP
-    shares each direction of the PS's NIC among all concurrent transfers."""
+    whose transfers stream (:func:`streamed`) its times are stretched to the
+    rate of fair sharing (:func:`fair_share_rate`): the event engine's FIFO
+    lanes serve one transfer at a time, while streamed transfers share each
+    direction of the PS's NIC."""
     log = _fifo_update_log(scenario, costs)
-    if not costs.duplex:
+    if not costs.duplex or not streamed(scenario):
         return log
     return log.stretched(log.updates_per_s / fair_share_rate(costs, scenario.num_replicas))
+
+
+def streamed(scenario: Scenario) -> bool:
+    """Whether a PS shard's transfers stream through its NIC in flow-control
+    grants (longer than ``inter_link.whole_message_bytes``), so that concurrent
+    ones share it; shorter transfers arrive whole and are served in turn."""
+    window = scenario.cluster.inter_link.whole_message_bytes
+    shard_bytes = scenario.workload.gradient_bytes / plan(scenario).options.get("num_shards", 1)
+    return window is not None and shard_bytes > window
 
 
 def fair_share_rate(costs: AsyncCosts, workers: int) -> float:

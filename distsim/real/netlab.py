@@ -33,6 +33,11 @@ TCP_PAYLOAD_FRACTION = 1448 / 1514
 TCP_PAYLOAD_SOURCE = ("TCP/IPv4 over Ethernet, MTU 1500: 1448 payload bytes per 1514-byte frame "
                       "(14 Ethernet + 20 IPv4 + 32 TCP with timestamps, RFC 7323)")
 
+#: The most a gRPC receiver lets a stream send before it grants more: the
+#: chttp2 transport's per-stream flow-control window delta, ``kMaxWindowDelta
+#: = 1 << 20`` (grpc/src/core/ext/transport/chttp2/transport/flow_control.h).
+GRPC_WINDOW_DELTA_BYTES = 1 << 20
+
 #: Built-in presets for a machine that has not been calibrated.
 UNCALIBRATED = {"device": "this_machine_core", "intra_link": "shared_memory", "inter_link": "localhost_grpc"}
 
@@ -88,12 +93,15 @@ def nic_link(rate_Bps: float, base: Link) -> Link:
         request_s=base.request_s,
         payload_fraction=TCP_PAYLOAD_FRACTION,
         stack_bandwidth_Bps=base.bandwidth_Bps,
+        whole_message_bytes=GRPC_WINDOW_DELTA_BYTES,
         sources={
             "bandwidth_Bps": "the emulated NIC's rate (htb, each direction)",
             "latency_s": how,
             "request_s": how,
             "payload_fraction": TCP_PAYLOAD_SOURCE,
             "stack_bandwidth_Bps": f"{how}: its fitted bandwidth, the gRPC software's cost per byte",
+            "whole_message_bytes": "gRPC chttp2 flow_control.h: kMaxWindowDelta = 1 << 20, the largest "
+                                   "per-stream window grant",
         },
     )
 
@@ -147,7 +155,7 @@ def lab_scenario(
 
 def _fields(link: Link) -> dict:
     return {k: getattr(link, k) for k in ("bandwidth_Bps", "latency_s", "request_s", "payload_fraction",
-                                          "stack_bandwidth_Bps", "sources")}
+                                          "stack_bandwidth_Bps", "whole_message_bytes", "sources")}
 
 
 def real_options(scenario: Scenario) -> dict:

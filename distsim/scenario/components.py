@@ -167,6 +167,14 @@ class Link:
             a message of ``n`` bytes takes ``n / (bandwidth_Bps x
             payload_fraction) + n / stack_bandwidth_Bps``. ``None``: free (or
             already part of ``bandwidth_Bps``).
+        whole_message_bytes: the largest message a sender may put on the
+            link in one go, bytes: the receiver's flow-control grant (gRPC
+            over HTTP/2 grants a stream at most 1 MiB at a time). Messages
+            up to it reach a busy parameter server's NIC whole and are served
+            one after another; longer ones stream in grants, interleave with
+            the other transfers and share the NIC (see
+            :func:`distsim.engines.prediction.fair_share_rate`). ``None``:
+            every message is sent whole (one at a time).
         sources: where each number comes from.
     """
 
@@ -177,6 +185,8 @@ class Link:
     payload_fraction: float = checked(Number(0, 1, low_open=True), default=1.0)
     stack_bandwidth_Bps: float | None = checked(
         Optional(Number(0, low_open=True, unit="bytes/s"), "free (part of bandwidth_Bps)"), default=None)
+    whole_message_bytes: float | None = checked(
+        Optional(Number(0, low_open=True, unit="bytes"), "every message is sent whole"), default=None)
     sources: dict = _sources()
 
     def __post_init__(self) -> None:
