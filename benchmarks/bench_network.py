@@ -286,8 +286,16 @@ def evaluate(state: State) -> dict:
         "plain_median_abs_error": float(np.median(plain)) if rows else None,
         "plain_max_abs_error": float(np.max(plain)) if rows else None,
         "failed_runs": sum(len(v) for v in failed.values()),
+        "lab_grid": _summary([r for r in rows if r["cell"] in {c.key for c in grid()}]),
     }
     return {"summary": summary, "cells": rows, "failed": failed}
+
+
+def _summary(rows: list[dict]) -> dict:
+    """Median and largest |error| (percent) of ``rows``, and how many."""
+    errors = np.abs([r["error_pct"] for r in rows])
+    return {"median_abs_error": float(np.median(errors)) if rows else None,
+            "max_abs_error": float(np.max(errors)) if rows else None, "cells": len(rows)}
 
 
 def table(rows: list[dict]) -> str:
@@ -344,8 +352,10 @@ def report(state: State, out: Path) -> dict:
     print(table(result["cells"]))
     for cell, reasons in result["failed"].items():
         print(f"FAILED {cell} ({len(reasons)} run(s)): {reasons[0]}")
+    lab = s["lab_grid"]
     print(f"\n{s['cells']} cells: median |error| {s['median_abs_error']:.1f} %, max {s['max_abs_error']:.1f} % "
-          f"(plain: {s['plain_median_abs_error']:.1f} %, {s['plain_max_abs_error']:.1f} %); wrote {out}")
+          f"(plain: {s['plain_median_abs_error']:.1f} %, {s['plain_max_abs_error']:.1f} %); the {lab['cells']} of "
+          f"LAB_GRID: {lab['median_abs_error']:.1f} %, {lab['max_abs_error']:.1f} %; wrote {out}")
     return record
 
 
