@@ -185,3 +185,22 @@ def test_a_process_ps_serves_whole_messages_in_turn():
     whole = wide.replace("cluster.inter_link.whole_message_bytes", None)
     wide_nic_s = wide.workload.gradient_bytes / wide.cluster.inter_link.effective_Bps
     assert distsim.predict(whole).summary.step_time_s < 2.1 * wide_nic_s
+
+
+@pytest.mark.parametrize("strategy", ["multi_worker_mirrored", "parameter_server"])
+def test_a_straggler_on_localhost_gives_every_task_its_own_port(tmp_path, strategy):
+    # A CPU quota without namespaces keeps the tasks on localhost: each needs a port of its own
+    # (a quota-only Hosts once gave every task localhost:5000, which TF_CONFIG rejects).
+    import json
+
+    from distsim.real.experiment import as_plan, plan_hosts, plan_tasks
+    from distsim.real.network import Emulation
+
+    scenario = lab_scenario(strategy, 2, None, straggler_cores=0.25, hardware=_builtin())
+    plan_ = as_plan(scenario)
+    hosts = plan_hosts(plan_, Emulation("localhost", None, 0.25))
+    tasks = plan_tasks(plan_, tmp_path, hosts=hosts)
+    cluster = json.loads(tasks[0].argv[tasks[0].argv.index("--tf-config") + 1])["cluster"]
+    addresses = [a for job in cluster.values() for a in job]
+    assert len(addresses) == len(tasks) == len(set(addresses))
+    assert all(a.startswith("localhost:") for a in addresses)

@@ -96,14 +96,14 @@ def plan_tasks(
             )
         ]
     jobs = cluster_jobs(plan)
-    if hosts is None:
+    local = hosts is None or not hosts.namespaces
+    if local:  # free localhost ports, one per task (a CPU quota alone keeps the tasks on localhost)
         counts = {job: sum(1 for j, _ in jobs if j == job) for job, _ in jobs}
         cluster = localhost_cluster(counts["worker"], counts.get("ps", 0), chief="chief" in counts)
     else:
         cluster = {}
         for i, (job, _) in enumerate(jobs):
             cluster.setdefault(job, []).append(hosts.address(i))
-    local = hosts is None or not hosts.namespaces
     tasks = []
     for i, config in enumerate(build_tf_configs(cluster, localhost_only=local)):
         name = task_name(config)

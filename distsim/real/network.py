@@ -215,9 +215,12 @@ class Hosts(TornDown):
 
     # ---- what the launcher uses ----------------------------------------------------------
     def address(self, host: int, port: int = PORT) -> str:
-        """``"ip:port"`` of ``host`` (``localhost`` without namespaces)."""
+        """``"ip:port"`` of ``host`` in its namespace (without namespaces the
+        tasks stay on localhost, on ports the launcher picks)."""
         self._check_host(host)
-        return f"{self.ip(host)}:{port}" if self.namespaces else f"localhost:{port}"
+        if not self.namespaces:
+            raise RuntimeError("Hosts.address() needs namespaces; without them tasks use free localhost ports")
+        return f"{self.ip(host)}:{port}"
 
     @staticmethod
     def ip(host: int) -> str:
