@@ -93,6 +93,7 @@ MODEL_FIELDS: tuple[str, ...] = (
     "workload.num_examples",
     "workload.activation_bytes_per_sample",
     "cluster.device.memory_bytes",
+    "cluster.device.activation_value_bytes",
     "training.global_batch",
     "training.drop_remainder",
     "training.num_files",

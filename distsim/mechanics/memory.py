@@ -12,7 +12,9 @@ The model, per replica, in bytes (NumPy arrays broadcast over a sweep):
   variables there (default, one_device, mirrored, multi_worker_mirrored,
   tpu), and on the host CPU (central_storage) or the parameter servers
   (parameter_server) otherwise;
-* activations: ``per-replica batch x activation_bytes_per_sample``.
+* activations: ``per-replica batch x activation_bytes_per_sample x
+  activation_value_bytes / 4``: the workload counts float32 values, and a
+  device that trains in bfloat16 (TPUs) stores each in 2 bytes.
 
 Framework workspace, allocator fragmentation and input buffers are left
 out, so the total is a lower bound: a replica that does not fit by this
@@ -27,6 +29,8 @@ import numpy as np
 
 #: Strategies whose variables, and so optimizer state, live on the devices.
 STATE_ON_DEVICE: tuple[str, ...] = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+#: Bytes of one value in which ``Workload.activation_bytes_per_sample`` is counted.
+FLOAT32_BYTES = 4
 
 
 @dataclass
@@ -73,6 +77,7 @@ def footprint(p: dict, strategy: str, replica_batch) -> Footprint:
         weights_bytes=params * width,
         gradient_bytes=params * width,
         optimizer_bytes=params * slots * on_device,
-        activation_bytes=np.asarray(replica_batch, dtype=float) * p["workload.activation_bytes_per_sample"],
+        activation_bytes=(np.asarray(replica_batch, dtype=float) * p["workload.activation_bytes_per_sample"]
+                          * p["cluster.device.activation_value_bytes"] / FLOAT32_BYTES),
         capacity_bytes=p["cluster.device.memory_bytes"],
     )

@@ -107,6 +107,12 @@ class Device:
             variables on every replica pay it per replica; central_storage,
             which keeps one copy, pays it once per step. At most
             ``replica_dispatch_s``; 0 when not measured.
+        activation_value_bytes: bytes one stored activation value takes in
+            the precision training usually runs in on this device: 4 for
+            float32 (TF32 tensor-core math still stores float32), 2 where
+            activations are kept in bfloat16 or float16 (TPUs). The memory
+            check scales ``Workload.activation_bytes_per_sample``, which
+            counts float32 values, by this over 4.
         sources: where each number comes from.
     """
 
@@ -119,6 +125,7 @@ class Device:
     step_overhead_s: float = checked(_SECONDS)
     replica_dispatch_s: float = checked(_SECONDS, default=0.0)
     replica_variable_s: float = checked(_SECONDS, default=0.0)
+    activation_value_bytes: int = checked(OneOf((2, 4)), default=4)
     sources: dict = _sources()
 
     def __post_init__(self) -> None:
@@ -312,7 +319,8 @@ class Workload:
             reference core (``Cluster.host_input_speed`` scales it).
         input_bytes_per_sample: bytes copied host -> accelerator per example.
         activation_bytes_per_sample: bytes of layer outputs one example keeps
-            for the backward pass (device memory); 0 when not known.
+            for the backward pass (device memory), counted as float32 values
+            (4 bytes each); 0 when not known.
         num_examples: training-set size (epoch length).
         num_gradient_tensors: gradient tensors (variables); the gradient
             can be cut into at most this many buckets.
