@@ -108,3 +108,45 @@ def test_huge_datasets_stay_closed_form():
                               global_batch=512)).summary
     assert s.steps_per_epoch == -(-n // 512)
     assert np.isfinite(s.epoch_time_s) and s.epoch_time_s == pytest.approx(s.steps_per_epoch * s.step_time_s, rel=1e-6)
+
+
+@st.composite
+def wide_layouts(draw):
+    # Up to 9 workers x 4 replicas, with uneven files: streams of three lengths, and remainders whose
+    # rebatched chunks start at every position of the cycle, which the closed form covers with two
+    # candidate workers per stream length.
+    workers, devices = draw(st.integers(2, 9)), draw(st.integers(1, 4))
+    n = draw(st.integers(workers, 240))
+    policy = draw(st.sampled_from(["DATA", "OFF", "FILE"]))
+    files = draw(st.integers(workers, min(n, 3 * workers + 2))) if policy == "FILE" else None
+    return n, draw(st.integers(1, n)), workers, devices, draw(st.booleans()), policy, files
+
+
+@settings(max_examples=400, deadline=None)
+@given(wide_layouts())
+def test_closed_form_epoch_equals_the_per_example_assignment(layout):
+    n, batch, workers, devices, drop, policy, files = layout
+    steps = sharding.step_assignments(n, batch, workers, devices, drop, policy, files)
+    sizes = [sum(len(replica) for replica in step) for step in steps]
+    shape = sharding.epoch(n, batch, workers, devices, drop, policy, files)
+    assert int(shape.steps) == len(steps)
+    assert int(shape.examples) == sum(sizes)
+    if policy == "DATA":
+        assert int(shape.last_examples) == (sizes[-1] if sizes else 0)
+
+
+def test_closed_form_epoch_is_vectorised_over_rows_with_many_workers():
+    # ImageNet in 12,500 files on 12,500 workers x 8 replicas (N = 100,000), 40,000 global batches at once:
+    # 5e8 per-worker cells, had the closed form looked at every worker.
+    batches = np.arange(128_000, 128_000 + 40_000 * 64, 64)
+    shape = sharding.epoch(1_281_167, batches, 12_500, 8, False, "FILE", 12_500)
+    assert (shape.examples == 1_281_167).all()  # FILE without drop_remainder reads every example once
+    # By hand: each worker holds one file, of 103 examples (workers 0..6,666: 1,281,167 mod 12,500 = 6,667) or
+    # 102, fewer than its share of a batch, so its stream is one remainder cut into chunks of b // N or
+    # b // N + 1 examples, the larger ones at cycle positions below b mod N. A 103-example worker whose
+    # chunks start at or past b mod N (one exists when ceil((b mod N) / 8) <= 6,666) gets only the small ones:
+    # ceil(103 / (b // N)) chunks, 8 per step, and no worker needs more.
+    small = batches // 100_000
+    hand = -(-(-(-103 // small)) // 8)
+    rows = -(-(batches % 100_000) // 8) <= 6_666
+    assert rows.sum() > 20_000 and (shape.steps[rows] == hand[rows]).all()

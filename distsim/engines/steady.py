@@ -389,8 +389,9 @@ def fill_s(p: dict, prefetch, shard_policy: str) -> np.ndarray:
     the whole dataset under DATA and OFF, its files under FILE."""
     workers = int(np.unique(p["cluster.num_workers"]).item())
     if shard_policy == "FILE":
-        stream = sharding.stream_lengths(p["workload.num_examples"], workers, shard_policy,
-                                         p["training.num_files"]).max(axis=0).reshape(np.shape(p["workload.num_examples"]))
+        # Worker 0 holds the most files and the most examples.
+        stream = sharding.stream_lengths(p["workload.num_examples"], workers, shard_policy, p["training.num_files"],
+                                         workers=0).reshape(np.shape(p["workload.num_examples"]))
     else:
         stream = p["workload.num_examples"]
     reads = np.minimum(p["training.shuffle_buffer"], stream)
@@ -403,11 +404,8 @@ def epoch_plan(p: dict, shard_policy: str) -> sharding.Epoch:
     workers = int(np.unique(p["cluster.num_workers"]).item())
     local = int(np.unique(p["cluster.devices_per_worker"]).item())
     files = p["training.num_files"] if shard_policy == "FILE" else None
-    try:
-        shape = sharding.epoch(p["workload.num_examples"], p["training.global_batch"], workers, local,
-                               p["training.drop_remainder"] > 0, shard_policy, files)
-    except InputError as exc:
-        raise exc.rebased("num_workers", "cluster.num_workers") from None
+    shape = sharding.epoch(p["workload.num_examples"], p["training.global_batch"], workers, local,
+                           p["training.drop_remainder"] > 0, shard_policy, files)
     empty = np.asarray(shape.steps == 0)
     if empty.any():
         batch = np.broadcast_to(p["training.global_batch"], empty.shape)[empty].ravel()[0]

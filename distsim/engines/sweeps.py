@@ -120,9 +120,9 @@ def sweep(scenario: Scenario, over: Mapping[str, Any]) -> SweepTable:
     numeric = [k for k in keys if k in steady.MODEL_FIELDS and k not in _GROUP_FIELDS and _all_numbers(values[k])]
     structural = [k for k in keys if k not in numeric]
     for k in numeric:
-        rule = rule_at(scenario, k)
+        rule, integers = rule_at(scenario, k), all(isinstance(x, (int, np.integer)) for x in values[k])
         for v in np.unique(np.asarray(values[k], dtype=float)):
-            rule(k, _as_given(values[k], v))
+            rule(k, int(v) if integers and float(v).is_integer() else float(v))  # an integer field's rule sees an int
     grid = np.indices([len(values[k]) for k in keys]).reshape(len(keys), -1).T
     out = {name: np.zeros(len(grid)) for name in SWEEP_OUTPUTS}
     struct_cols = [keys.index(k) for k in structural]
@@ -176,12 +176,6 @@ def _checked_grid(scenario: Scenario, over: Any) -> tuple[list[str], dict[str, l
 def _all_numbers(vals: list) -> bool:
     return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
                for v in vals)
-
-
-def _as_given(vals: list, v: float) -> Any:
-    """``v`` as an int when the list holds integers (so an integer field's
-    rule sees an integer), else as a float."""
-    return int(v) if all(isinstance(x, (int, np.integer)) for x in vals) and float(v).is_integer() else float(v)
 
 
 def _evaluate(scn: Scenario, p: dict) -> dict[str, np.ndarray]:

@@ -32,13 +32,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from distsim.scenario import SHARD_POLICIES  # AutoShardPolicy values modelled here
-from distsim.validation import InputError, Integer, OneOf
+from distsim.validation import Integer, OneOf
 
 _POSITIVE = Integer(1)
 _COUNT = Integer(0)
-#: Largest workers x grid rows :func:`epoch` evaluates at once (FILE/OFF
-#: work per worker): about 1 GB of int64 temporaries.
-MAX_EPOCH_CELLS = 20_000_000
 
 
 def _check_positive_int(name: str, value: object) -> int:
@@ -233,7 +230,11 @@ class Epoch:
             ``num_workers x num_examples``; ``drop_remainder`` drops each
             stream's final partial global batch).
         last_examples: examples in the final step (``global_batch`` when
-            the epoch divides evenly).
+            the epoch divides evenly) under ``DATA``. Under ``FILE``/``OFF``,
+            where workers run out of their streams at different steps, the
+            examples left after ``steps - 1`` full global batches, clipped to
+            1..``global_batch``: the size the engines price the final step
+            at, an estimate (the exact split needs every worker's stream).
     """
 
     steps: np.ndarray
@@ -241,33 +242,62 @@ class Epoch:
     last_examples: np.ndarray
 
 
-def stream_lengths(num_examples, num_workers: int, policy: str, num_files=None) -> np.ndarray:
-    """Examples each worker's input stream holds, shape (workers, rows of the
-    flattened ``num_examples``). ``DATA`` and ``OFF``: the whole dataset.
-    ``FILE``: worker w reads files w, w + W, ...; the first ``n mod F``
-    files hold one example more (``np.array_split``)."""
+def stream_lengths(num_examples, num_workers: int, policy: str, num_files=None, workers=None) -> np.ndarray:
+    """Examples in the input streams of ``workers`` (worker indices, an int
+    array broadcast against the rows; default every worker as a column),
+    shape (workers, rows of the flattened ``num_examples``). ``DATA`` and
+    ``OFF``: the whole dataset. ``FILE``: worker w reads files w, w + W, ...;
+    the first ``n mod F`` files hold one example more (``np.array_split``)."""
     n = np.asarray(num_examples, dtype=np.int64).ravel()
-    w = np.arange(num_workers, dtype=np.int64)[:, None]
+    w = np.arange(num_workers, dtype=np.int64)[:, None] if workers is None else np.asarray(workers, dtype=np.int64)
     if policy != "FILE":
-        return np.broadcast_to(n, (num_workers, n.size))
+        return np.broadcast_to(n, np.broadcast(w, n).shape)
     f = np.asarray(num_files, dtype=np.int64).ravel()
     files = -(-(f - w) // num_workers)
     bigger = np.maximum(0, -(-(n % f - w) // num_workers))
     return files * (n // f) + bigger
 
 
-def _chunks_for(rest, batch, num_workers: int, replicas_per_worker: int) -> np.ndarray:
+def _equal_stream_ranges(n, f, num_workers: int, policy: str) -> np.ndarray:
+    """Bounds (4, rows) of the at most three runs of workers ``[b0, b1)``,
+    ``[b1, b2)``, ``[b2, b3)`` whose streams are equally long. Under ``FILE``
+    worker w holds one file more when ``w < F mod W`` and one example more
+    when ``w < (n mod F) mod W`` (:func:`stream_lengths`); otherwise all are
+    equal."""
+    if policy == "FILE":
+        t1, t2 = f % num_workers, (n % f) % num_workers
+    else:
+        t1 = t2 = np.zeros_like(n)
+    return np.stack([np.zeros_like(n), np.minimum(t1, t2), np.maximum(t1, t2), np.full_like(n, num_workers)])
+
+
+def _slowest_candidates(bounds, batch, num_workers: int, replicas_per_worker: int) -> np.ndarray:
+    """Per run of equal streams, the two workers that may need the most
+    rebatched chunks for the same remainder (:func:`_chunks_for`), shape
+    (6, rows). Worker w's chunks start at position ``s = w R`` of a cycle of
+    ``N = W R`` whose first ``B mod N`` positions hold one example more.
+    The first k chunks from s hold fewest examples, for every k, either at
+    the largest s below ``B mod N`` (over those starts the count of larger
+    chunks never grows with s) or at the smallest s at or above it (over
+    those it never shrinks), so those two starts of each run bound them all."""
+    cut = -(-(batch % (num_workers * replicas_per_worker)) // replicas_per_worker)  # first w with w R >= B mod N
+    first, last = bounds[:-1], np.maximum(bounds[1:] - 1, bounds[:-1])
+    return np.concatenate([np.clip(cut - 1, first, last), np.clip(cut, first, last)])
+
+
+def _chunks_for(rest, batch, num_workers: int, replicas_per_worker: int, workers) -> np.ndarray:
     """Fewest rebatched chunks that hold ``rest`` examples (``rest < batch``)
-    for each worker, shape (workers, rows). Worker w's chunk sizes cycle
-    through TensorFlow's ``batch_sizes_for_worker`` (:func:`rebatch_sizes`):
-    position ``(w R + j) mod N`` gets ``floor(B/N) + 1`` if it is below
-    ``B mod N``, else ``floor(B/N)``. The first k chunks hold
+    for each of ``workers`` (worker indices broadcast against the rows).
+    Worker w's chunk sizes cycle through TensorFlow's
+    ``batch_sizes_for_worker`` (:func:`rebatch_sizes`): position
+    ``(w R + j) mod N`` gets ``floor(B/N) + 1`` if it is below ``B mod N``,
+    else ``floor(B/N)``. The first k chunks hold
     ``k floor(B/N) + C(wR + k) - C(wR)`` examples, with ``C(x) = (x // N)(B mod N)
     + min(x mod N, B mod N)`` counting the larger chunks; the fewest k is
     found by bisection over 0..N."""
     n_rep = num_workers * replicas_per_worker
     floor, big = batch // n_rep, batch % n_rep
-    start = np.arange(num_workers, dtype=np.int64)[:, None] * replicas_per_worker
+    start = np.asarray(workers, dtype=np.int64) * replicas_per_worker
 
     def held(k):
         x0, x1 = start, start + k
@@ -292,36 +322,43 @@ def epoch(num_examples, global_batch, num_workers: int = 1, replicas_per_worker:
     ``DATA`` cuts the dataset into global batches; under ``FILE``/``OFF``
     each worker re-cuts its own stream into rebatched chunks and a step
     takes ``replicas_per_worker`` of them from every worker, until the
-    longest stream is done.
+    longest stream is done. The work per row does not grow with the
+    number of workers: their streams come in at most three lengths, and
+    two workers of each length decide the step count
+    (:func:`_slowest_candidates`).
 
     ``steps`` is 0 (and ``last_examples`` 0) where every stream is shorter
     than one global batch and ``drop_remainder`` drops it.
-
-    Raises:
-        InputError: when ``workers x rows`` exceeds :data:`MAX_EPOCH_CELLS`
-            under ``FILE``/``OFF``.
     """
     shape = np.broadcast(np.asarray(num_examples), np.asarray(global_batch), np.asarray(drop_remainder),
                          np.asarray(1 if num_files is None else num_files)).shape
-    n, b, f = (np.broadcast_to(np.asarray(x, dtype=np.int64), shape).ravel()
-               for x in (num_examples, global_batch, 1 if num_files is None else num_files))
-    drop = np.broadcast_to(np.asarray(drop_remainder, dtype=bool), shape).ravel()
+    rows = np.stack([np.broadcast_to(np.asarray(x, dtype=np.int64), shape).ravel()
+                     for x in (num_examples, global_batch, 1 if num_files is None else num_files, drop_remainder)])
+    # A sweep repeats each (n, batch, files, drop) many times over its other fields: solve each once.
+    codes = [np.unique(column, return_inverse=True) for column in rows]
+    key = np.ravel_multi_index([inverse.ravel() for _, inverse in codes], [len(values) for values, _ in codes])
+    _, first, row_of = np.unique(key, return_index=True, return_inverse=True)
+    n, b, f, drop = rows[0, first], rows[1, first], rows[2, first], rows[3, first].astype(bool)
     if policy == "DATA":
         steps = np.where(drop, n // b, -(-n // b))
         examples = np.where(drop, n - n % b, n)
     else:
-        if num_workers * n.size > MAX_EPOCH_CELLS:
-            raise InputError("num_workers", num_workers,
-                             f"num_workers x grid rows <= {MAX_EPOCH_CELLS:,} for {policy} sharding (here x {n.size:,} rows)")
-        length = stream_lengths(n, num_workers, policy, f)
-        used = np.where(drop, length - length % b, length)
-        full = used // b
-        rest = used - full * b
-        chunks = np.where(rest > 0, _chunks_for(rest, b, num_workers, replicas_per_worker), 0)
+        def used(workers):
+            length = stream_lengths(n, num_workers, policy, f, workers)
+            return np.where(drop, length - length % b, length)
+
+        bounds = _equal_stream_ranges(n, f, num_workers, policy)
+        examples = ((bounds[1:] - bounds[:-1]) * used(bounds[:-1])).sum(axis=0)
+        workers = _slowest_candidates(bounds, b, num_workers, replicas_per_worker)
+        stream = used(workers)
+        full = stream // b
+        rest = stream - full * b
+        chunks = np.where(rest > 0, _chunks_for(rest, b, num_workers, replicas_per_worker, workers), 0)
         steps = (full * num_workers + -(-chunks // replicas_per_worker)).max(axis=0)
-        examples = used.sum(axis=0)
     last = np.where(steps > 0, np.clip(examples - (steps - 1) * b, 1, b), 0)
-    return Epoch(steps=steps.reshape(shape), examples=examples.reshape(shape), last_examples=last.reshape(shape))
+    row_of = row_of.ravel()
+    return Epoch(steps=steps[row_of].reshape(shape), examples=examples[row_of].reshape(shape),
+                 last_examples=last[row_of].reshape(shape))
 
 
 def examples_read_per_worker(
