@@ -163,9 +163,9 @@ def async_costs(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: st
     over the inter-worker link. A transfer to an idle PS takes ``latency +
     request_s + gradient / bandwidth``. Each of ``num_ps`` PS shards serves
     one transfer at a time and is busy ``request_s + (gradient / num_ps) /
-    bandwidth`` on it. With ``ps_cluster="processes"`` its NIC is full
-    duplex: pushes and pulls queue for their bytes separately, and only
-    ``request_s``, the PS host's time, is shared by both. In an
+    bandwidth`` on it. With ``ps_cluster="processes"`` over a
+    ``full_duplex`` link, pushes and pulls queue for their bytes separately,
+    and only ``request_s``, the PS host's time, is shared by both. In an
     ``in_process`` cluster the one process is busy for the whole transfer,
     push or pull (its latency is that process's own work). The last worker
     computes with ``cluster.straggler_cores`` when that is set."""
@@ -185,7 +185,7 @@ def async_costs(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: st
         pull_s=link,
         ps_service_s=link if in_process else request + grad / num_ps / bandwidth,
         ps_request_s=np.zeros_like(link) if in_process else request * np.ones_like(link),
-        duplex=not in_process,
+        duplex=not in_process and bool(np.all(p["cluster.inter_link.full_duplex"])),
     )
 
 
@@ -202,7 +202,8 @@ def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]
 
 
 def _update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
-    """The event engine's log; with a full-duplex PS (``ps_cluster="processes"``)
+    """The event engine's log; with a full-duplex PS (``ps_cluster="processes"``
+    over a ``full_duplex`` link)
     whose transfers stream (:func:`streamed`) its times are stretched to the
     rate of fair sharing (:func:`fair_share_rate`): the event engine's FIFO
     lanes serve one transfer at a time, while streamed transfers share each

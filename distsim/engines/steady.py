@@ -84,6 +84,7 @@ MODEL_FIELDS: tuple[str, ...] = (
     "cluster.inter_link.payload_fraction",
     "cluster.inter_link.stack_bandwidth_Bps",
     "cluster.straggler_cores",
+    "cluster.inter_link.full_duplex",
     "workload.num_params",
     "workload.bytes_per_param",
     "workload.flops_per_sample",

@@ -94,6 +94,7 @@ def nic_link(rate_Bps: float, base: Link) -> Link:
         payload_fraction=TCP_PAYLOAD_FRACTION,
         stack_bandwidth_Bps=base.bandwidth_Bps,
         whole_message_bytes=GRPC_WINDOW_DELTA_BYTES,
+        full_duplex=True,
         sources={
             "bandwidth_Bps": "the emulated NIC's rate (htb, each direction)",
             "latency_s": how,
@@ -102,6 +103,7 @@ def nic_link(rate_Bps: float, base: Link) -> Link:
             "stack_bandwidth_Bps": f"{how}: its fitted bandwidth, the gRPC software's cost per byte",
             "whole_message_bytes": "gRPC chttp2 flow_control.h: kMaxWindowDelta = 1 << 20, the largest "
                                    "per-stream window grant",
+            "full_duplex": "the emulated NIC: htb limits each direction separately (distsim.real.network)",
         },
     )
 
@@ -142,7 +144,9 @@ def lab_scenario(
     """
     hardware = hardware or lab_hardware()
     values, sources = load_preset("link", hardware.inter_link)
-    base = Link(name=hardware.inter_link, **values, sources=sources)
+    # Every lab task has its own process and socket pairs, so even unshaped a PS sends while it receives.
+    base = Link(name=hardware.inter_link, **values, full_duplex=True,
+                sources={**sources, "full_duplex": "one process per task: TCP carries both directions at once"})
     link = base if rate_mbit is None else nic_link(rate_mbit * 1e6 / 8, base)
     return make_scenario(
         hardware.device, hardware.workload(workload), strategy, num_workers,
@@ -155,7 +159,8 @@ def lab_scenario(
 
 def _fields(link: Link) -> dict:
     return {k: getattr(link, k) for k in ("bandwidth_Bps", "latency_s", "request_s", "payload_fraction",
-                                          "stack_bandwidth_Bps", "whole_message_bytes", "sources")}
+                                          "stack_bandwidth_Bps", "whole_message_bytes", "full_duplex",
+                                          "sources")}
 
 
 def real_options(scenario: Scenario) -> dict:

@@ -182,6 +182,10 @@ class Link:
             the other transfers and share the NIC (see
             :func:`distsim.engines.prediction.fair_share_rate`). ``None``:
             every message is sent whole (one at a time).
+        full_duplex: each direction has its own ``bandwidth_Bps`` (a switched
+            NIC), so a parameter server in its own process receives pushes
+            while it sends pulls; ``False``: one transfer at a time, either
+            way (the model before this field existed).
         sources: where each number comes from.
     """
 
@@ -194,6 +198,7 @@ class Link:
         Optional(Number(0, low_open=True, unit="bytes/s"), "free (part of bandwidth_Bps)"), default=None)
     whole_message_bytes: float | None = checked(
         Optional(Number(0, low_open=True, unit="bytes"), "every message is sent whole"), default=None)
+    full_duplex: bool = checked(Boolean(), default=False)
     sources: dict = _sources()
 
     def __post_init__(self) -> None:
