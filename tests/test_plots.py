@@ -190,7 +190,7 @@ def test_training_curves_have_one_line_per_run_in_each_panel(sync_runs):
     for ax in axes:
         assert len(ax.get_lines()) == 2
     assert axes[0].get_ylabel() == "training loss"
-    assert axes[2].get_ylabel() == "accuracy (fraction correct)"
+    assert axes[2].get_ylabel() == "training accuracy (fraction correct)"
     assert axes[3].get_xlabel() == "wall-clock time since start (ms)"
     # the time axis really is the run's clock: the 4-replica line ends later here
     ends = [line.get_xdata()[-1] for line in axes[1].get_lines()]

@@ -8,9 +8,9 @@ from input_errors import raises_input
 
 from distsim.real.calibrate import calibrate, calibration_plan, fit
 from distsim.real.experiment import as_plan, launch_plan
-from distsim.real.fault import load_final_weights, run_with_failure
+from distsim.real.fault import load_final_weights, run_ps_with_worker_failure, run_with_failure
 from distsim.real.plan import RunPlan
-from distsim.validation import MissingFileError
+from distsim.validation import InputError, MissingFileError
 
 MWM = RunPlan("multi_worker_mirrored", num_workers=2, per_replica_batch=32, steps_per_epoch=10, epochs=3)
 
@@ -36,6 +36,31 @@ MWM = RunPlan("multi_worker_mirrored", num_workers=2, per_replica_batch=32, step
 def test_a_failure_run_checks_its_plan_before_launching(tmp_path, plan, kwargs, path, value, allowed):
     with raises_input(path, value, allowed):
         run_with_failure(plan, tmp_path, **{"kill_after_steps": 5, **kwargs})
+    assert not list(tmp_path.iterdir())  # nothing was launched
+
+
+PS = RunPlan("parameter_server", num_workers=2, num_ps=1, per_replica_batch=32, steps_per_epoch=10, epochs=2,
+              ps_cluster="processes")
+
+
+@pytest.mark.parametrize(
+    "plan, kwargs, path, value, allowed",
+    [
+        (PS.with_(ps_cluster="in_process"), {}, "plan", "'parameter_server 2w+1ps (fit)'",
+         "a parameter_server plan with ps_cluster='processes'"),
+        (MWM, {}, "plan", None, "a parameter_server plan"),
+        (PS, dict(kill_after_updates=20), "kill_after_updates", "20", "an integer >= 1 and <= 19"),
+        (PS, dict(kill_after_updates=0), "kill_after_updates", "0", "an integer >= 1 and <= 19"),
+        ("plan.json", {}, "plan", "'plan.json'", "a RunPlan"),
+    ],
+)
+def test_a_ps_failure_run_checks_its_plan_before_launching(tmp_path, plan, kwargs, path, value, allowed):
+    with pytest.raises(InputError) as caught:
+        run_ps_with_worker_failure(plan, tmp_path, **{"kill_after_updates": 5, **kwargs})
+    message = str(caught.value)
+    assert message.startswith(f"{path}=") and allowed in message, message
+    if value is not None:
+        assert message.startswith(f"{path}={value};"), message
     assert not list(tmp_path.iterdir())  # nothing was launched
 
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from distsim.mechanics import stragglers
-from distsim.results.result import Staleness
+from distsim.results.result import Result, Staleness
 from distsim.scenario import limits
 from distsim.validation import Boolean, InputError, Integer, Number, OneOf, Optional
 
@@ -401,3 +401,53 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
         apply_time_s=out_apply,
         num_workers=num_workers,
     )
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """One worker's share of an asynchronous run, from its trace.
+
+    Attributes:
+        worker: worker id.
+        updates_per_s: its applied updates per second.
+        in_flight_s: mean seconds from reading the parameters to its update landing.
+        busy_share: fraction of the run it had an update in flight
+            (``updates_per_s * in_flight_s``; 1 with immediate pulls).
+        predicted_staleness: the others' update rate times ``in_flight_s``.
+        measured_staleness: its updates' mean staleness.
+    """
+
+    worker: int
+    updates_per_s: float
+    in_flight_s: float
+    busy_share: float
+    predicted_staleness: float
+    measured_staleness: float
+
+
+def in_flight(result: Result) -> list[InFlight]:
+    """Per worker: the law "staleness = the others' update rate x my time in flight", against the measurement.
+
+    ``result`` is an asynchronous run with staleness and a trace whose
+    ``compute`` events start when a worker read the parameters, and a curve
+    whose times are when each update landed (what :mod:`distsim.real` records).
+    """
+    if result.staleness is None or result.curve is None or result.trace is None:
+        missing = next(f for f in ("staleness", "curve", "trace") if getattr(result, f) is None)
+        raise InputError(f"result.{missing}", None, "an asynchronous run with staleness, a curve and a trace")
+    compute = sorted((e for e in result.trace.events() if e.kind == "compute"), key=lambda e: e.step)
+    start = np.array([e.start_s for e in compute])
+    end = np.asarray(result.curve.time_s)
+    worker, stale = result.staleness.worker, result.staleness.staleness
+    if len(start) != len(end):
+        raise InputError("result.trace", f"{len(start)} compute events",
+                         f"one per update of the curve ({len(end)}): a trace that matches the curve")
+    span = float(end[-1] - start[0])
+    rows = []
+    for w in np.unique(worker):
+        mine = worker == w
+        rate, others = mine.sum() / span, (~mine).sum() / span
+        flight = float(np.mean(end[mine] - start[mine]))
+        rows.append(InFlight(int(w), float(rate), flight, float(rate * flight), float(others * flight),
+                             float(stale[mine].mean())))
+    return rows

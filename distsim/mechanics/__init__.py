@@ -9,11 +9,12 @@
 * :mod:`~distsim.mechanics.reduceplan`: a schedule compiled for fast, exact NumPy execution;
 * :mod:`~distsim.mechanics.strategies`: what each ``tf.distribute`` strategy means for the engines;
 * :mod:`~distsim.mechanics.stragglers`: random compute times, backup workers;
-* :mod:`~distsim.mechanics.memory`: the device memory one replica needs.
+* :mod:`~distsim.mechanics.memory`: the device memory one replica needs;
+* :mod:`~distsim.mechanics.checkpointing`: how often to checkpoint, and what failures waste.
 """
 
-from distsim.mechanics import (collective_costs, collectives, communication, gradients, memory, reduceplan, sharding,
-                               strategies, stragglers)
+from distsim.mechanics import (checkpointing, collective_costs, collectives, communication, gradients, memory,
+                               reduceplan, sharding, strategies, stragglers)
 
-__all__ = ["collective_costs", "collectives", "communication", "gradients", "memory", "reduceplan", "sharding",
-           "strategies", "stragglers"]
+__all__ = ["checkpointing", "collective_costs", "collectives", "communication", "gradients", "memory", "reduceplan",
+           "sharding", "strategies", "stragglers"]

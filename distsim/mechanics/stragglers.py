@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from distsim.results import Event, Trace
 from distsim.scenario import Training, limits
 from distsim.validation import InputError, Integer, Number, rule_of
 
@@ -80,3 +81,40 @@ def sync_step_times_s(
     mean_s = _MEAN_S("mean_s", mean_s)
     times = mean_s * factors(np.random.default_rng(seed), distribution, (num_steps, num_workers), sigma)
     return np.partition(times, num_aggregate - 1, axis=1)[:, num_aggregate - 1]
+
+
+def sync_and_async_traces(compute_s: np.ndarray, exchange_s: float) -> tuple[Trace, Trace]:
+    """The same compute times played synchronously and asynchronously.
+
+    Args:
+        compute_s: seconds of compute, shape ``(rounds, workers)``.
+        exchange_s: seconds of one gradient exchange (all-reduce or push).
+
+    Returns:
+        ``(synchronous, asynchronous)`` traces. Synchronously, every round
+        waits for its slowest worker (``idle`` events), then all exchange
+        together; asynchronously, each worker computes and pushes back to back.
+    """
+    compute_s = np.asarray(compute_s, dtype=float)
+    if compute_s.ndim != 2 or not np.all(np.isfinite(compute_s) & (compute_s >= 0)):
+        raise InputError("compute_s", f"an array of shape {compute_s.shape}",
+                         "a (rounds, workers) array of finite seconds >= 0")
+    exchange_s = Number(0, unit="seconds")("exchange_s", exchange_s)
+    rounds, workers = compute_s.shape
+    sync, t = [], 0.0
+    for s, row in enumerate(compute_s):
+        slowest = float(row.max())
+        for w, c in enumerate(row):
+            name = f"worker {w}"
+            sync += [Event(name, "compute", t, t + c, s), Event(name, "idle", t + c, t + slowest, s),
+                     Event(name, "comm", t + slowest, t + slowest + exchange_s, s, "all-reduce")]
+        t += slowest + exchange_s
+    asynchronous = []
+    for w in range(workers):
+        t = 0.0
+        for s in range(rounds):
+            c = float(compute_s[s, w])
+            asynchronous += [Event(f"worker {w}", "compute", t, t + c, s),
+                             Event(f"worker {w}", "comm", t + c, t + c + exchange_s, s, "push")]
+            t += c + exchange_s
+    return Trace.from_events(sync), Trace.from_events(asynchronous)

@@ -5,8 +5,9 @@ strategy               variables on       gradient summation (default)          
 =====================  =================  ==============================================  =====  ========
 default (no strategy)  the one device     none                                            sync   no
 one_device             the one device     none                                            sync   yes
-mirrored               every replica      GPU: NCCL all-reduce (``ring``);                sync   yes
-                                          CPU: ReductionToOneDevice (``reduce_to_one``)
+mirrored               every replica      ``ring``: TF's CollectiveAllReduce (NCCL on     sync   yes
+                                          physical GPUs, RING on CPUs and on logical
+                                          GPUs), priced over the intra-worker link
 multi_worker_mirrored  every replica      ``ring`` over all replicas (NCCL on GPU,        sync   yes
                                           gRPC RING on CPU: TF's AUTO choice)
 central_storage        host CPU           ``reduce_to_one`` onto the host, then           sync   yes
@@ -14,6 +15,31 @@ central_storage        host CPU           ``reduce_to_one`` onto the host, then 
 parameter_server       ``num_ps`` shards  ``parameter_server`` push/pull                  async  yes
 tpu                    every core         ``torus2d`` all-reduce over ICI                 sync   yes
 =====================  =================  ==============================================  =====  ========
+
+**Mirrored's default, from TensorFlow's source.** A ``MirroredStrategy()``
+built without ``cross_device_ops`` uses ``CollectiveAllReduce``:
+``MirroredExtended._make_collective_ops_with_fallbacks`` in
+``tensorflow/python/distribute/mirrored_strategy.py`` (TensorFlow 2.21) picks
+the RING implementation when every device is a CPU or when there are more
+logical than physical GPUs, NCCL when every device is a physical GPU, and
+``ReductionToOneDevice`` only for a mix of CPUs and GPUs (or in TF1 graph
+mode). A run confirms it: ``MirroredStrategy()`` over 4 logical CPUs has
+``extended._cross_device_ops`` = ``CollectiveAllReduce`` with
+``CommunicationImplementation.RING``. Older releases (and several tutorials)
+say "NCCL by default" or "ReductionToOneDevice on CPU"; neither holds for a
+plain ``MirroredStrategy()`` in TensorFlow 2.21.
+
+**The model of a ring inside one process (stated, not fitted).** The
+collective ring between the logical devices of one process runs the
+``ring`` schedule (2(p-1) steps, each moving n/p bytes per device) and each
+step is priced at the intra-worker link's ``latency_s + bytes /
+bandwidth_Bps``, the same alpha-beta model as between GPUs. For logical CPUs
+the link is ``shared_memory`` (an assumption) or ``this_machine_memory``, which
+:func:`distsim.real.calibrate` fits on ``ReductionToOneDevice`` all-reduces;
+using that fit for the ring assumes one copy-and-add costs the same in both,
+which notebook 03 checks against a measured ring. Set
+``Strategy.algorithm="reduce_to_one"`` to predict a run that passes
+``cross_device_ops=tf.distribute.ReductionToOneDevice()``.
 
 ``prefetch``: tf.distribute's distributed iterators prefetch each replica's
 next batch (to the device) while it computes, so the host input pipeline
@@ -89,8 +115,6 @@ def default_algorithm(scenario: Scenario) -> str | None:
         return "parameter_server"
     if scenario.num_replicas == 1:
         return None
-    if name == "mirrored":
-        return "ring" if scenario.cluster.device.kind == "gpu" else "reduce_to_one"
     if name == "central_storage":
         return "reduce_to_one"
     if name == "tpu":

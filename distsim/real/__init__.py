@@ -7,42 +7,77 @@ processes it starts: importing ``distsim.real`` does not import TensorFlow.
   :class:`RunPlan`) for real on this machine, one fresh process per task, and
   returns ``Result(source="measured")`` in the simulator's schema.
 * :func:`run_with_failure` kills a MultiWorkerMirrored worker mid-training and
-  resumes from the ``BackupAndRestore`` checkpoint.
+  resumes from the ``BackupAndRestore`` checkpoint; :func:`run_ps_with_worker_failure`
+  kills a parameter-server worker and lets the coordinator carry on.
 * :func:`calibrate` times micro-benchmarks and writes "this machine" presets.
 * :func:`configure_tensorflow` is the first cell of a notebook that uses
   TensorFlow in its own kernel (``tf_keras``, logical devices).
 * TF_CONFIG helpers: :func:`build_tf_config`, :func:`validate_tf_config`,
-  :func:`localhost_cluster`.
+  :func:`localhost_cluster`; launching your own task processes: :class:`Task`,
+  :func:`launch`, :func:`launched_processes`.
+* The training scripts every measured run executes (``notebooks/scripts``):
+  :func:`script_path`, :func:`load_script`, :func:`script_command`.
 
 ``python -m distsim.real worker --tf-config '<json>' --scenario S.json`` runs
 one task of a real multi-machine cluster (see ``distsim/real/README.md``).
 """
 
 from distsim.real.calibrate import Calibration, calibrate
-from distsim.real.env import configure_tensorflow, describe_tensorflow
+from distsim.real.env import configure_tensorflow, describe_tensorflow, physical_gpu_count
 from distsim.real.experiment import run, tpu_status
-from distsim.real.fault import FaultToleranceRun, load_final_weights, run_with_failure
-from distsim.real.launcher import LaunchError
+from distsim.real.fault import (
+    FaultToleranceRun,
+    ParameterServerFailureRun,
+    load_final_weights,
+    run_ps_with_worker_failure,
+    run_with_failure,
+)
+from distsim.real.launcher import LaunchError, LaunchOutcome, Task, launch, launched_processes, python_module_argv
 from distsim.real.plan import RunPlan, plan_from_scenario
 from distsim.real.protocol import NoTPUError
-from distsim.real.tfconfig import TFConfigError, build_tf_config, localhost_cluster, validate_tf_config
+from distsim.real.scripts import load_script, script_command, script_path
+from distsim.real.tfconfig import (
+    TFConfigError,
+    build_tf_config,
+    build_tf_configs,
+    free_ports,
+    is_chief,
+    localhost_cluster,
+    task_name,
+    validate_tf_config,
+)
 
 __all__ = [
     "Calibration",
     "FaultToleranceRun",
     "LaunchError",
+    "LaunchOutcome",
     "NoTPUError",
+    "ParameterServerFailureRun",
     "RunPlan",
     "TFConfigError",
+    "Task",
     "build_tf_config",
+    "build_tf_configs",
     "calibrate",
     "configure_tensorflow",
     "describe_tensorflow",
+    "free_ports",
+    "is_chief",
+    "launch",
+    "launched_processes",
     "load_final_weights",
+    "load_script",
     "localhost_cluster",
+    "physical_gpu_count",
     "plan_from_scenario",
+    "python_module_argv",
     "run",
+    "run_ps_with_worker_failure",
     "run_with_failure",
+    "script_command",
+    "script_path",
+    "task_name",
     "tpu_status",
     "validate_tf_config",
 ]

@@ -89,9 +89,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
         plan = plan.with_(ps_cluster="processes")  # a TF_CONFIG means one process per task
     if plan.strategy == "parameter_server" and tf_config and tf_config["task"]["type"] in ("worker", "ps"):
         os.environ["TF_CONFIG"] = json.dumps(tf_config)
-        from distsim.real import ps
+        from distsim.real.env import prepare_environment
+        from distsim.real.scripts import PS_SCRIPT, load_script
 
-        ps.serve(tf_config, plan)  # until killed
+        prepare_environment()
+        load_script(PS_SCRIPT).serve()  # until killed
         return 0
     from distsim.real.runners import run_plan
 

@@ -94,6 +94,14 @@ def prepare_environment(*, legacy_keras: bool = True) -> None:
     os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
 
 
+def physical_gpu_count() -> int:
+    """Physical GPUs TensorFlow can see (listing them does not start its runtime)."""
+    prepare_environment()
+    import tensorflow as tf
+
+    return len(tf.config.list_physical_devices("GPU"))
+
+
 def _set_logical(tf, physical, count: int, kind: str, memory_mib: int | None) -> None:
     config = tf.config.LogicalDeviceConfiguration(memory_limit=memory_mib)
     try:

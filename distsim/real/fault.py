@@ -173,3 +173,70 @@ def run_with_failure(
         resumed_from_epoch=int(resumed.meta["first_epoch"]),
         model_dir=model_dir,
     )
+
+
+@dataclass
+class ParameterServerFailureRun:
+    """What :func:`run_ps_with_worker_failure` observed.
+
+    Attributes:
+        plan: the run (``ps_cluster="processes"``).
+        killed_task: the worker that was SIGKILLed.
+        killed_after_updates: updates the coordinator had reported when it was killed.
+        outcome: the launch; the chief exits 0 when training survived the loss.
+        result: the chief's measured result (every applied update, with its worker).
+    """
+
+    plan: RunPlan
+    killed_task: str
+    killed_after_updates: int
+    outcome: LaunchOutcome
+    result: Result
+
+    @property
+    def applied_updates(self) -> int:
+        """Updates the parameter servers applied: at least the plan's, more when a step the dead worker
+        had already applied was rescheduled (ClusterCoordinator runs a function at least once)."""
+        return len(self.result.staleness.staleness)
+
+    @property
+    def survived(self) -> bool:
+        """The coordinator finished every update by itself after the worker died."""
+        chief = self.outcome.task("chief0")
+        return chief.returncode == 0 and not chief.torn_down and self.applied_updates >= self.plan.total_steps
+
+
+def run_ps_with_worker_failure(
+    plan: RunPlan,
+    workdir: str | Path,
+    *,
+    kill_after_updates: int,
+    kill_task: str = "worker1",
+    timeout_s: float = 240.0,
+) -> ParameterServerFailureRun:
+    """Kill a parameter-server worker mid-training and let ``ClusterCoordinator`` carry on.
+
+    The coordinator reports progress once per epoch (ParameterServerStrategy
+    has no per-step callbacks), so the kill happens at the first epoch end at
+    or after ``kill_after_updates``. The launch does not stop at the dead
+    worker (``fail_fast=False``): the coordinator must notice by itself,
+    reschedule the dead worker's functions on the others, and finish.
+
+    Raises:
+        InputError: not a ``processes`` parameter-server plan with >= 2 workers,
+            or a kill point outside the run.
+        LaunchError: the coordinator did not finish (error or timeout).
+    """
+    plan = InstanceOf(RunPlan, "a RunPlan")("plan", plan)
+    if plan.strategy != "parameter_server" or plan.ps_cluster != "processes" or plan.num_workers < 2:
+        raise InputError("plan", plan.label, "a parameter_server plan with ps_cluster='processes' (one process per "
+                         "task) and >= 2 workers")
+    Integer(1, plan.total_steps - 1, "an update inside the run")("kill_after_updates", kill_after_updates)
+    workdir = Path(workdir)
+    killer = _KillAfter("chief0", kill_task, kill_after_updates)
+    outcome, tasks = launch_plan(plan, workdir, timeout_s=timeout_s, progress=False, fail_fast=False,
+                                 watchers=[killer], progress_every_s=0.0)
+    chief = outcome.task("chief0")
+    if not killer.killed or chief.returncode != 0:
+        raise LaunchError(outcome)
+    return ParameterServerFailureRun(plan, kill_task, killer.last_done, outcome, collect_result(tasks, workdir))

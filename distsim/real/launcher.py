@@ -439,3 +439,21 @@ def launch(
 def python_module_argv(module: str, *args: str) -> list[str]:
     """``[<this python>, "-m", module, *args]``."""
     return [sys.executable, "-m", module, *args]
+
+
+def launched_processes(parent_pid: int | None = None) -> list[int]:
+    """PIDs of the live processes a launcher in ``parent_pid`` (default: this process) started.
+
+    Every task carries its launcher's PID in ``DISTSIM_PARENT_PID``; this reads
+    it from ``/proc`` (Linux; elsewhere it returns an empty list). A zombie's
+    environment reads empty, so reaped-but-not-yet-gone tasks do not count.
+    """
+    mark = f"{PARENT_PID_ENV}={parent_pid or os.getpid()}".encode()
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if mark in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:  # exited meanwhile, or not ours to read
+            pass
+    return found

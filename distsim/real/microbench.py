@@ -36,16 +36,14 @@ from distsim.real.env import prepare_environment
 prepare_environment()
 import tensorflow as tf  # noqa: E402
 
-from distsim.real.plan import RunPlan  # noqa: E402
+from distsim.real.building import configure_for_plan, run_meta, strategy_info  # noqa: E402
 from distsim.real.env import describe_tensorflow  # noqa: E402
-from distsim.real.building import (  # noqa: E402
-    build_keras_model,
-    compile_model,
-    configure_for_plan,
-    make_dataset,
-    make_strategy,
-)
-from distsim.real.runners import StepTimer, run_meta  # noqa: E402
+from distsim.real.plan import RunPlan  # noqa: E402
+from distsim.real.runners import StepTimer  # noqa: E402
+from distsim.real.scripts import FIT_SCRIPT, load_script, script_args  # noqa: E402
+
+#: The training script whose model, data and fit the benchmarks time.
+SCRIPT = load_script(FIT_SCRIPT)
 
 #: Per-replica batch of the replica-count benchmark: small enough that compute is negligible.
 TINY_BATCH = 4
@@ -90,12 +88,10 @@ def paired_difference_s(fn, base, *, calls: int = 40, blocks: int = 4, warmup: i
 
 
 def _median_step_s(strategy: tf.distribute.Strategy, plan: RunPlan, steps: int, skip: int = 5) -> float:
-    """Median ``model.fit`` step seconds of ``plan`` under ``strategy`` (the first ``skip`` steps left out)."""
-    with strategy.scope():
-        model = build_keras_model(plan)
-        compile_model(model, plan)
+    """Median step seconds of the script's ``train`` for ``plan`` under ``strategy`` (the first ``skip`` left out)."""
     timer = StepTimer(steps + skip)
-    model.fit(make_dataset(plan), epochs=1, steps_per_epoch=steps + skip, verbose=0, callbacks=[timer])
+    args = SCRIPT.parse_args(script_args(plan.with_(steps_per_epoch=steps + skip, epochs=1)))
+    model, _ = SCRIPT.train(args, callbacks=[timer], strategy=strategy)
     # A finished fit's input iterator keeps its prefetch thread until collected,
     # and those threads would slow every later measurement in this process.
     del model
@@ -117,16 +113,23 @@ def step_time_curve(plan: RunPlan, batches: list[int], steps: int) -> list[float
 def replica_step_times(plan: RunPlan, counts: list[int], batch: int, steps: int,
                        strategy: str = "mirrored") -> list[float]:
     """Median step seconds with ``batch`` examples per replica on the first n
-    logical CPUs, for each n in ``counts``, under ``strategy`` as
-    :func:`~distsim.real.runners.make_strategy` builds it: "mirrored" (a copy
-    of the variables on every device) or "central_storage" (one copy, on the
-    first device). With a tiny batch the step is host work, so the growth
-    with n is what each replica adds."""
+    logical CPUs, for each n in ``counts``, under ``strategy``: "mirrored" (a
+    copy of the variables on every device, summed with ReductionToOneDevice, the
+    op the calibrated link is fitted on) or "central_storage" (one copy, on the
+    first device). With a tiny batch the step is host work, so the growth with
+    n is what each replica adds. The strategies span a subset of this process's
+    devices, which the script's own ``make_strategy`` (all devices) does not do."""
+    cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
     out = []
     for n in counts:
         p = plan.with_(strategy=strategy, device="cpu", cross_device_op="reduction_to_one_device",
                        per_replica_batch=batch, replicas_per_worker=n, n_train=None, steps_per_epoch=steps)
-        out.append(_median_step_s(make_strategy(p).strategy, p, steps))
+        if strategy == "mirrored":
+            built = tf.distribute.MirroredStrategy(cpus[:n], cross_device_ops=tf.distribute.ReductionToOneDevice())
+        else:
+            built = tf.distribute.experimental.CentralStorageStrategy(compute_devices=cpus[:n],
+                                                                      parameter_device="/cpu:0")
+        out.append(_median_step_s(built, p, steps))
     return out
 
 
@@ -137,7 +140,8 @@ def input_seconds_per_example(plan: RunPlan, batches: int = 200) -> float:
     the training step's iterator consumes them.
     """
     p = plan.with_(per_replica_batch=64, steps_per_epoch=batches, replicas_per_worker=1, strategy="one_device")
-    ds = make_dataset(p).take(batches)
+    ds = SCRIPT.make_dataset(p.global_batch, p.examples, p.seed, p.shuffle_buffer, bool(p.prefetch),
+                             p.shard_policy).take(batches)
     count = tf.function(lambda: ds.reduce(tf.constant(0, tf.int64), lambda n, xy: n + tf.shape(xy[1], tf.int64)[0]))
     count()  # build the pipeline and trace
     return median_call_s(lambda: count().numpy(), calls=5, warmup=0) / (batches * p.batch_per_call)
@@ -235,7 +239,7 @@ def run_local(plan: RunPlan, *, devices: list[int], sizes_bytes: list[int], step
 def run_collective(plan: RunPlan, tf_config: dict, *, sizes_bytes: list[int]) -> dict:
     """The ``collective`` part on one worker of a MultiWorkerMirrored cluster."""
     configure_for_plan(plan, tf_config)
-    info = make_strategy(plan, tf_config)
+    info = strategy_info(SCRIPT.make_strategy(plan.strategy, communication="ring"), plan)
     times = allreduce_times(info.strategy, sizes_bytes)
     meta = run_meta(plan, describe_tensorflow(), info, f"worker{tf_config['task']['index']}")
     return {

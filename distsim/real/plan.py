@@ -35,7 +35,8 @@ from distsim.scenario.rules import check_replica_layout
 #: Device kinds a plan may ask for. ``auto`` means GPU where there is one.
 DEVICES: tuple[str, ...] = ("auto", "cpu", "gpu")
 
-#: Cross-device ops for Mirrored/CentralStorage; ``auto`` picks by device kind.
+#: Cross-device ops for Mirrored; ``auto`` passes none, so TensorFlow picks its default
+#: (CollectiveAllReduce: RING on CPUs and logical GPUs, NCCL on physical GPUs).
 CROSS_DEVICE_OPS: tuple[str, ...] = ("auto", "reduction_to_one_device", "hierarchical_copy", "nccl")
 
 #: Auto-shard policies the runner supports (FILE needs a dataset in files).
@@ -210,12 +211,13 @@ WORKLOAD_MODELS: dict[str, str] = {
     "mnist_small_cnn": "small_cnn",
 }
 
-#: Scenario ``strategy.algorithm`` -> RunPlan ``cross_device_op`` for Mirrored.
+#: Scenario ``strategy.algorithm`` -> RunPlan ``cross_device_op`` for Mirrored. "auto" is
+#: TensorFlow's own choice, CollectiveAllReduce: a ring (NCCL on physical GPUs).
 _MIRRORED_OPS: dict[str | None, str] = {
     None: "auto",
+    "ring": "auto",
     "reduce_to_one": "reduction_to_one_device",
     "hierarchical": "hierarchical_copy",
-    "ring": "nccl",
 }
 
 

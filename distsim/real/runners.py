@@ -4,7 +4,10 @@ This module imports TensorFlow (with ``tf_keras`` as ``tf.keras``; see
 :mod:`distsim.real.env`). It is what a worker process executes; notebooks and
 tests normally call :func:`distsim.real.run`, which starts that process.
 
-Measurements:
+The training code is the plan's script in ``notebooks/scripts``
+(:mod:`distsim.real.scripts`): this module sets the process up, calls the
+script's ``make_strategy`` and ``train`` with the plan's arguments, and adds the
+measurement only:
 
 * per-step wall times come from a Keras callback (``on_train_batch_begin``/
   ``_end``). The callback reads the step's logs as numbers, which makes Keras
@@ -17,35 +20,24 @@ Measurements:
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
-import shlex
-import shutil
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from distsim.real.env import TFEnvironment, describe_tensorflow, prepare_environment
+from distsim.real.env import describe_tensorflow, prepare_environment
 
 prepare_environment()
 import tensorflow as tf  # noqa: E402  (must follow prepare_environment)
 
 from distsim.real import ps  # noqa: E402
-from distsim.real.building import (  # noqa: E402
-    Progress,
-    StrategyInfo,
-    build_keras_model,
-    compile_model,
-    configure_for_plan,
-    epoch_meta,
-    make_dataset,
-    make_strategy,
-)
+from distsim.real.building import Progress, configure_for_plan, epoch_meta, run_meta, strategy_info  # noqa: E402
+from distsim.real.protocol import NoTPUError  # noqa: E402
+from distsim.real.scripts import FIT_SCRIPT, load_script, script_args  # noqa: E402
 from distsim.real.plan import RunPlan  # noqa: E402
-from distsim.real.tfconfig import is_chief, task_name, validate_tf_config  # noqa: E402
+from distsim.real.tfconfig import task_name, validate_tf_config  # noqa: E402
 from distsim.results.result import Curve, Result, Summary  # noqa: E402
 from distsim.results.trace import Event, Trace  # noqa: E402
 
@@ -104,27 +96,6 @@ class StepTimer(tf.keras.callbacks.Callback):
         return (k * m - j * m_j) / (k - j)
 
 
-def run_meta(plan: RunPlan, env: TFEnvironment, info: StrategyInfo, task: str) -> dict[str, str]:
-    return {
-        "strategy": plan.strategy,
-        "strategy_class": type(info.strategy).__name__,
-        "num_replicas": str(info.strategy.num_replicas_in_sync),
-        "per_replica_batch": str(plan.per_replica_batch),
-        "cross_device_op": info.cross_device_op,
-        "devices": ", ".join(info.devices),
-        "device": env.device_summary,
-        "cpu_model": env.cpu_model,
-        "gpu_models": ", ".join(env.gpu_models),
-        "tf_version": env.tf_version,
-        "keras_version": f"tf_keras {env.keras_version}" if env.legacy_keras else f"keras {env.keras_version}",
-        "task": task,
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": shlex.join([sys.executable, *sys.argv]),
-        "plan": json.dumps(plan.to_dict()),
-        "warmup_steps": str(plan.warmup_steps),
-    }
-
-
 def sync_result(plan: RunPlan, timer: StepTimer, meta: dict[str, str], num_replicas: int) -> Result:
     """A measured :class:`Result` from one process's :class:`StepTimer`."""
     begin = np.asarray(timer.begin_s)
@@ -163,25 +134,6 @@ def sync_result(plan: RunPlan, timer: StepTimer, meta: dict[str, str], num_repli
 
 
 # ---- entry ----------------------------------------------------------------------------------------
-def save_final_model(model: tf.keras.Model, model_dir: Path, tf_config: dict | None) -> Path | None:
-    """Save the trained model: the chief for real, every other worker to a temp dir it then deletes.
-
-    Under MultiWorkerMirroredStrategy saving runs collective ops, so every
-    worker must call ``save``; only the chief's copy is kept. The chief also
-    writes ``final_weights.npz`` (Keras order), which is readable without
-    TensorFlow. Returns the kept model's path on the chief, ``None`` elsewhere.
-    """
-    model_dir.mkdir(parents=True, exist_ok=True)
-    chief = tf_config is None or is_chief(tf_config)
-    target = model_dir / "model" if chief else model_dir / f"tmp_{task_name(tf_config)}"
-    model.save(str(target))
-    if not chief:
-        shutil.rmtree(target, ignore_errors=True)
-        return None
-    np.savez(model_dir / "final_weights.npz", *model.get_weights())
-    return target
-
-
 def run_plan(
     plan: RunPlan,
     *,
@@ -200,7 +152,8 @@ def run_plan(
             ``(done, total, loss)``.
         backup_dir: enable ``BackupAndRestore`` there (checkpoint every
             epoch; a relaunch resumes from the last one).
-        model_dir: save the final model there (see :func:`save_final_model`).
+        model_dir: save the final model there (the script's ``save_final_model``:
+            the chief keeps it, every other worker deletes its copy).
 
     Returns:
         ``Result(source="measured")`` from this task's point of view.
@@ -212,46 +165,24 @@ def run_plan(
         os.environ["TF_CONFIG"] = json.dumps(tf_config)
     elif plan.multi_process:
         raise ValueError(f"RunPlan.strategy={plan.strategy!r} with these settings needs a TF_CONFIG for each task")
-    configure_for_plan(plan, tf_config)
-    info = make_strategy(plan, tf_config)  # before anything starts the runtime (collective ops)
-    tf.keras.utils.set_random_seed(plan.seed)
-    env = describe_tensorflow()
+    device = configure_for_plan(plan, tf_config)
     task = task_name(tf_config) if tf_config else "worker0"
-    meta = run_meta(plan, env, info, task)
     if plan.strategy == "parameter_server":
-        return ps.train(plan, info, meta, on_progress)
-    return train_sync(plan, info, meta, on_progress=on_progress, backup_dir=backup_dir, model_dir=model_dir,
-                      tf_config=tf_config)
-
-
-def train_sync(
-    plan: RunPlan,
-    info: StrategyInfo,
-    meta: dict[str, str],
-    *,
-    on_progress: Progress | None = None,
-    backup_dir: str | Path | None = None,
-    model_dir: str | Path | None = None,
-    tf_config: dict | None = None,
-) -> Result:
-    """Train ``plan`` with a synchronous strategy that already exists; see :func:`run_plan`."""
-    with info.strategy.scope():
-        model = build_keras_model(plan)
-        compile_model(model, plan)
+        return ps.train(plan, task, on_progress)
+    script = load_script(FIT_SCRIPT)
+    args = script.parse_args(script_args(plan, device=device, backup_dir=backup_dir, model_dir=model_dir))
+    try:  # first: MultiWorkerMirrored sets up collectives before anything starts the runtime
+        strategy = script.make_strategy(args.strategy, args.cross_device_op, args.communication)
+    except (ValueError, tf.errors.NotFoundError, tf.errors.UnavailableError) as exc:
+        if plan.strategy != "tpu":
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise NoTPUError(f"no TPU on this runtime ({first[:120]}); skipping TPUStrategy") from None
+    info = strategy_info(strategy, plan)
+    meta = run_meta(plan, describe_tensorflow(), info, task)
     timer = StepTimer(plan.total_steps, plan.steps_per_execution, on_progress)
-    callbacks: list[tf.keras.callbacks.Callback] = [timer]
-    if backup_dir is not None:
-        callbacks.insert(0, tf.keras.callbacks.BackupAndRestore(str(backup_dir), save_freq="epoch"))
-    history = model.fit(
-        make_dataset(plan),
-        epochs=plan.epochs,
-        steps_per_epoch=plan.steps_per_epoch,  # Keras counts batches, not calls
-        verbose=0,
-        callbacks=callbacks,
-    )
-    if model_dir is not None:
-        save_final_model(model, Path(model_dir), tf_config)
-    result = sync_result(plan, timer, meta, info.strategy.num_replicas_in_sync)
+    _, history = script.train(args, callbacks=[timer], strategy=strategy)
+    result = sync_result(plan, timer, meta, strategy.num_replicas_in_sync)
     result.meta["first_epoch"] = str(timer.epoch[0])
     result.meta.update(epoch_meta(history.history))
     return result

@@ -89,3 +89,23 @@ def test_the_scenario_says_how_the_real_ps_cluster_is_hosted():
     assert plan_from_scenario(example.replace("strategy.ps_cluster", "processes")).ps_cluster == "processes"
     # A real-run option still overrides the scenario.
     assert plan_from_scenario(example, ps_cluster="processes").ps_cluster == "processes"
+
+
+def test_the_coordinator_reschedules_when_a_worker_dies(tmp_path):
+    # TensorFlow's ClusterCoordinator is the independent side: after SIGKILL of
+    # worker1 it must finish every update on worker0 alone, by itself.
+    from distsim.real.fault import run_ps_with_worker_failure
+
+    plan = RunPlan("parameter_server", num_workers=WORKERS, num_ps=1, per_replica_batch=32, steps_per_epoch=20,
+                   epochs=3, ps_cluster="processes", ps_loop="custom", seed=5)
+    f = run_ps_with_worker_failure(plan, tmp_path, kill_after_updates=20, timeout_s=240)
+    assert f.outcome.task("worker1").returncode == -9
+    assert f.survived, f.outcome.report()
+    worker = f.result.staleness.worker
+    # The kill came after the coordinator reported epoch 1; worker1 may still
+    # land the one step it had in flight, and the coordinator may run that step
+    # again on worker0 (at-least-once), so up to one extra update per dead step.
+    later = worker[f.killed_after_updates:]
+    assert np.sum(later == 1) <= 1
+    assert plan.total_steps <= f.applied_updates <= plan.total_steps + 1
+    assert np.sum(later == 0) >= plan.total_steps - f.killed_after_updates - 1

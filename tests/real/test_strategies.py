@@ -88,7 +88,8 @@ def test_multi_worker_over_two_processes_trains_exactly_like_mirrored_over_two_d
     assert multi_worker2.num_replicas == mirrored2.num_replicas == 2
     np.testing.assert_allclose(multi_worker2.curve.loss, mirrored2.curve.loss, rtol=FLOAT_TOL)
     np.testing.assert_allclose(multi_worker2.curve.accuracy, mirrored2.curve.accuracy, rtol=FLOAT_TOL)
-    assert mirrored2.meta["cross_device_op"] == "reduction_to_one_device"
+    # A plain MirroredStrategy() on CPUs sums with TensorFlow's collective ring, as between processes.
+    assert mirrored2.meta["cross_device_op"] == "CollectiveAllReduce (ring)"
     assert multi_worker2.meta["cross_device_op"] == "CollectiveAllReduce (ring)"
     # The merged trace holds both workers' measured steps on one clock.
     assert {e.device for e in multi_worker2.trace.events()} == {"worker0", "worker1"}
@@ -130,3 +131,19 @@ def test_tpu_is_used_when_attached_and_skipped_in_one_line_otherwise():
         assert "no TPU" in line
         with pytest.raises(NoTPUError, match="no TPU"):
             run(RunPlan("tpu", steps_per_epoch=2), progress=False, timeout_s=300)
+
+
+def test_the_simulator_assumes_the_all_reduce_tensorflow_builds(mirrored2):
+    # TensorFlow is the independent side: the op a plain MirroredStrategy() built
+    # on logical CPUs must be the one distsim prices for the same scenario.
+    from distsim.mechanics import strategies
+
+    scenario = make_scenario("this_machine_core", "mnist_mlp", "mirrored", devices_per_worker=2, physical_cores=2)
+    assert strategies.plan(scenario).algorithm == "ring"
+    assert mirrored2.meta["cross_device_op"].endswith("(ring)")
+    forced = run(RunPlan("mirrored", replicas_per_worker=2, cross_device_op="reduction_to_one_device", **HALF),
+                 progress=False, timeout_s=300)
+    assert forced.meta["cross_device_op"] == "ReductionToOneDevice"
+    assert strategies.plan(scenario.replace("strategy.algorithm", "reduce_to_one")).algorithm == "reduce_to_one"
+    # Summing two float32 gradients in either op gives the same a + b.
+    np.testing.assert_allclose(forced.curve.loss, mirrored2.curve.loss, rtol=FLOAT_TOL)

@@ -8,8 +8,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from distsim.views.plots.style import (IDLE_COLOR, OKABE_ITO, at_least_one, new_figure, one_label_each,
-                                       result_label, series_style, time_scale)
+from distsim.views.plots.style import (IDLE_COLOR, OKABE_ITO, SERIES_COLORS, at_least_one, new_figure,
+                                       one_label_each, result_label, series_style, time_scale)
 from distsim.views.plots.timeline import device_rows
 from distsim.results.result import Result
 from distsim.results.trace import EVENT_KINDS
@@ -154,4 +154,93 @@ def plot_cost_breakdown(results: Sequence[Result], labels: Sequence[str] | None 
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return fig
+
+
+def plot_speedup_curves(
+    devices: Sequence[int],
+    curves: Mapping[str, Sequence[float]],
+    points: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Speedup against device count: one line per curve, hollow markers for points.
+
+    Args:
+        devices: the device counts of every curve.
+        curves: legend label -> speedup at each count (say in the label
+            which speedup it is: strong scaling, same global batch; or weak
+            scaling, same per-replica batch).
+        points: legend label -> ``(device counts, speedups)`` drawn as hollow
+            markers without lines (measured or published values).
+        title: the axes title.
+
+    The dashed line is ideal linear scaling; the grey line marks speedup 1.
+    """
+    devices = np.asarray(devices, dtype=float)
+    for label, values in curves.items():
+        if len(values) != len(devices):
+            raise InputError(f"curves[{label!r}]", f"{len(values)} values", f"one per device count ({len(devices)})")
+    fig, ax = new_figure(6.4, 3.8)
+    ax.plot(devices, devices, color="black", linestyle="--", linewidth=1, label="ideal")
+    ax.axhline(1, color="0.6", linewidth=0.8)
+    for i, (label, values) in enumerate(curves.items()):
+        ax.plot(devices, values, label=label, **series_style(i))
+    for j, (label, (n, values)) in enumerate((points or {}).items()):
+        ax.plot(n, values, "o", markersize=9, markerfacecolor="none", markeredgewidth=2,
+                color=SERIES_COLORS[(len(curves) + j) % len(SERIES_COLORS)], label=label)
+    ax.set(xlabel="devices", ylabel="speedup (x one device)", xticks=devices, title=title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_ps_shards(shards: Sequence[int], worker_s: float, ps_s: Sequence[float],
+                   async_samples_per_s: Sequence[float], k: int) -> Figure:
+    """How many parameter-server shards: one direction of a synchronous push (left) and the
+    asynchronous throughput (right) against the shard count, with shard count ``k`` marked.
+
+    Args:
+        shards: shard counts k.
+        worker_s: seconds for a worker's own link to carry one gradient, ``n / B_worker``.
+        ps_s: seconds for the busiest PS link when all workers push at once, ``w n / (k B_ps)``, per k.
+        async_samples_per_s: predicted asynchronous throughput per k.
+        k: the shard count to mark.
+    """
+    shards, ps_s, rate = np.asarray(shards), np.asarray(ps_s, dtype=float), np.asarray(async_samples_per_s, float)
+    i = int(np.flatnonzero(shards == k)[0])
+    fig, (ax1, ax2) = new_figure(12.0, 3.6, ncols=2)
+    ax1.plot(shards, ps_s * 1e3, color=OKABE_ITO["vermillion"], label="busiest PS link  w·n/(k·B_ps)")
+    ax1.axhline(worker_s * 1e3, color=OKABE_ITO["blue"], label="worker link  n/B_worker")
+    ax1.plot(shards, np.maximum(ps_s, worker_s) * 1e3, color="black", linewidth=2.5, alpha=0.35,
+             label="one direction = max of the two")
+    ax1.plot([k], [max(ps_s[i], worker_s) * 1e3], "o", color="black")
+    ax1.set(xlabel="PS shards k", ylabel="ms per direction (all workers at once)", yscale="log",
+            title=f"synchronous burst: {max(ps_s[i], worker_s) * 1e3:.0f} ms per direction at k = {k}")
+    ax1.legend(fontsize="small")
+    ax2.plot(shards, rate, color=OKABE_ITO["bluish_green"])
+    ax2.plot([k], [rate[i]], "o", color="black")
+    ax2.set(xlabel="PS shards k", ylabel="samples/s", ylim=(0, rate.max() * 1.1),
+            title=f"asynchronous: {rate[i]:.0f} samples/s at k = {k}")
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_message_times(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+                       points: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+                       title: str | None = None) -> Figure:
+    """All-reduce time (s) against message size (bytes), log-log: ``curves`` (label -> (sizes, seconds))
+    as lines, ``points`` (label -> (sizes, seconds)) as hollow markers (measured values)."""
+    if not curves and not points:
+        raise InputError("curves", curves, "at least one label -> (sizes in bytes, seconds)")
+    fig, ax = new_figure(7, 4.2)
+    for i, (label, (x, y)) in enumerate(curves.items()):
+        style = series_style(i)
+        ax.loglog(x, y, label=label, color=style["color"], linestyle=style["linestyle"])  # no markers: dense x
+    for j, (label, (x, y)) in enumerate((points or {}).items()):
+        ax.loglog(x, y, "o", markerfacecolor="none", markersize=8, label=label,
+                  color=SERIES_COLORS[(len(curves) + j) % len(SERIES_COLORS)])
+    ax.set(xlabel="message size per rank (bytes)", ylabel="all-reduce time (s)", title=title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize="small")
     return fig

@@ -245,9 +245,11 @@ def plot_timelines(
     items: Sequence[Trace | Result],
     titles: Sequence[str] | None = None,
     max_steps: int | None = None,
+    span_s: float | None = None,
 ) -> Figure:
     """Several timelines side by side (e.g. synchronous vs asynchronous), one
-    panel each, with one shared legend. Each panel keeps its own time axis."""
+    panel each, with one shared legend. Each panel keeps its own time axis
+    unless ``span_s`` (seconds) gives all of them the same one."""
     items = at_least_one("items", items, (Trace, Result), "Trace, or Result with a trace")
     titles = one_label_each("titles", titles, len(items), "timeline")
     traces = [_as_trace(f"items[{i}]", it) for i, it in enumerate(items)]
@@ -255,5 +257,5 @@ def plot_timelines(
     fig, axes = new_figure(5.0 * len(items) + 2.2, 1.4 + 0.28 * min(n_dev, 40), ncols=len(items), squeeze=False)
     for i, (item, trace, ax) in enumerate(zip(items, traces, axes[0])):
         title = titles[i] if titles is not None else (result_label(item) if isinstance(item, Result) else None)
-        TimelineDrawing(ax, max_steps=max_steps, legend=i == len(items) - 1).update(trace, title=title)
+        TimelineDrawing(ax, max_steps=max_steps, legend=i == len(items) - 1).update(trace, title=title, span_s=span_s)
     return fig

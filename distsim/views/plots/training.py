@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from distsim.engines import asyncps
-from distsim.views.plots.style import (OKABE_ITO, at_least_one, new_figure, one_label_each, result_label,
-                                       series_style, time_scale)
+from distsim.mechanics import checkpointing
+from distsim.views.plots.style import (OKABE_ITO, SERIES_COLORS, at_least_one, new_figure, one_label_each,
+                                       result_label, series_style, time_scale)
 from distsim.results.result import Result, Staleness
 from distsim.validation import InputError, InstanceOf, Integer
 
 
-def plot_training_curves(results: Sequence[Result], labels: Sequence[str] | None = None) -> Figure:
+def plot_training_curves(results: Sequence[Result], labels: Sequence[str] | None = None, *,
+                         data: str = "training", clock: str = "wall-clock time since start") -> Figure:
     """Loss (top) and accuracy (bottom) against steps (left) and against
     wall-clock seconds (right), one line per run.
 
@@ -26,6 +28,9 @@ def plot_training_curves(results: Sequence[Result], labels: Sequence[str] | None
     Args:
         results: runs with a :class:`~distsim.results.result.Curve`.
         labels: legend labels, one per run (default :func:`result_label`).
+        data: what the curves were measured on, for the axis labels
+            (``"training"``, or ``"test"`` for held-out curves).
+        clock: what the time axis measures (e.g. ``"simulated wall-clock time"``).
     """
     results = at_least_one("results", results, Result, "Result")
     labels = one_label_each("labels", labels, len(results), "result") or [result_label(r) for r in results]
@@ -45,13 +50,13 @@ def plot_training_curves(results: Sequence[Result], labels: Sequence[str] | None
             if acc_known:
                 axes[1, col].plot(x, c.accuracy, label=label, **style)
     for col in range(2):
-        axes[0, col].set_ylabel("training loss")
-        axes[1, col].set_ylabel("accuracy (fraction correct)")
+        axes[0, col].set_ylabel(f"{data} loss")
+        axes[1, col].set_ylabel(f"{data} accuracy (fraction correct)")
         axes[1, col].set_ylim(0, 1)
         for ax in axes[:, col]:
             ax.grid(alpha=0.3)
     axes[1, 0].set_xlabel("step (synchronous) or applied update (asynchronous)")
-    axes[1, 1].set_xlabel(f"wall-clock time since start ({unit})")
+    axes[1, 1].set_xlabel(f"{clock} ({unit})")
     axes[0, 0].set_title("per step")
     axes[0, 1].set_title("per second")
     fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center",
@@ -144,4 +149,74 @@ def plot_staleness(
     ax_w.set_title("per worker: share of its updates")
     ax_w.legend(fontsize="small", loc="lower right", framealpha=0.8)
     fig.colorbar(im, ax=ax_w, label="share of the worker's updates")
+    return fig
+
+
+def plot_staleness_shares(runs: Mapping[str, Staleness], num_workers: int) -> Figure:
+    """Side-by-side bars: the share of each run's updates at every staleness, with ``N - 1`` dashed.
+
+    Args:
+        runs: legend label -> staleness record (simulated or measured).
+        num_workers: N, for the line at the immediate-pulls mean ``N - 1``.
+    """
+    if not runs:
+        raise InputError("runs", runs, "at least one label -> Staleness")
+    top = max(int(st.staleness.max()) for st in runs.values())
+    values = np.arange(top + 1)
+    fig, ax = new_figure(8.0, 3.6)
+    width = 0.8 / len(runs)
+    for i, (name, st) in enumerate(runs.items()):
+        share = np.bincount(st.staleness, minlength=top + 1) / len(st.staleness)
+        ax.bar(values + (i - (len(runs) - 1) / 2) * width, share, width, color=SERIES_COLORS[i % len(SERIES_COLORS)],
+               label=f"{name}: mean {st.mean:.2f}")
+    ax.axvline(num_workers - 1, color=OKABE_ITO["black"], linestyle="--", label=f"N−1 = {num_workers - 1}")
+    ax.set(xticks=values, xlabel="staleness (updates applied between read and apply)", ylabel="share of updates")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_checkpoint_waste(checkpoint_s: float, job_mtbf_s: float, restart_s: float = 0.0,
+                          title: str | None = None) -> Figure:
+    """Expected waste against the work between checkpoints, exact and first order, with Young's
+    interval and the exact optimum marked (times in seconds, drawn in minutes)."""
+    young = checkpointing.young_interval(checkpoint_s, job_mtbf_s)
+    taus = np.geomspace(young / 12, 12 * young, 400)
+    exact = checkpointing.waste_exact(taus, checkpoint_s, job_mtbf_s, restart_s)
+    fig, ax = new_figure(8.0, 3.4)
+    ax.plot(taus / 60, 100 * exact, color=OKABE_ITO["blue"], label="exact (exponential failures)")
+    ax.plot(taus / 60, 100 * checkpointing.waste_first_order(taus, checkpoint_s, job_mtbf_s), "--",
+            color=OKABE_ITO["orange"], label="first order")
+    young_waste = float(checkpointing.waste_exact(young, checkpoint_s, job_mtbf_s, restart_s))
+    ax.axvline(young / 60, color=OKABE_ITO["vermillion"], lw=1.2,
+               label=f"Young: sqrt(2CM) = {young / 60:.1f} min ({100 * young_waste:.1f} % waste)")
+    best = taus[np.argmin(exact)]
+    ax.plot(best / 60, 100 * exact.min(), "o", color=OKABE_ITO["blue"], label=f"exact optimum {best / 60:.1f} min")
+    ax.set(xscale="log", xlabel="work between checkpoints (minutes)", ylabel="wasted time (% of useful work)",
+           ylim=(0, min(100, 4 * 100 * exact.min())), title=title)
+    ax.legend(fontsize="small", loc="lower left")
+    return fig
+
+
+def plot_resumed_run(reference: Result, resumed: Result, resumed_from_step: int, failed_after_step: int) -> Figure:
+    """An uninterrupted run's loss curve (line) with a relaunched run's measured steps on it (dots),
+    and the steps trained before the failure and thrown away shaded.
+
+    Args:
+        reference: the uninterrupted run (steps counted from 1).
+        resumed: the relaunched run; its steps count from 1 at ``resumed_from_step + 1``.
+        resumed_from_step: steps the restored checkpoint already held.
+        failed_after_step: the last step trained before the failure.
+    """
+    for path, run in (("reference", reference), ("resumed", resumed)):
+        if InstanceOf(Result, "a Result")(path, run).curve is None:
+            raise InputError(f"{path}.curve", None, "a training curve: only runs that trained can be drawn")
+    resumed_from_step = Integer(0)("resumed_from_step", resumed_from_step)
+    failed_after_step = Integer(resumed_from_step)("failed_after_step", failed_after_step)
+    fig, ax = new_figure(8.0, 3.2)
+    ax.plot(reference.curve.step, reference.curve.loss, color=OKABE_ITO["blue"], label="uninterrupted")
+    ax.plot(resumed_from_step + resumed.curve.step, resumed.curve.loss, "o", ms=4, color=OKABE_ITO["orange"],
+            label="relaunched (measured)")
+    ax.axvspan(resumed_from_step + 0.5, failed_after_step + 0.5, color="0.85", label="trained, then lost")
+    ax.set(xlabel="training step", ylabel="training loss", title="The relaunched job picks up the uninterrupted curve")
+    ax.legend(fontsize="small")
     return fig
