@@ -73,8 +73,8 @@ def test_missing_final_weights_name_the_file(tmp_path):
 @pytest.mark.parametrize(
     "kwargs, path, value, allowed",
     [
-        (dict(workload="resnet50_224"), "workload", "'resnet50_224'", "one of ('mnist_mlp', 'mnist_small_cnn', "
-         "'mnist_softmax')"),
+        (dict(workload="resnet50_224"), "workload", "'resnet50_224'", "one of ('mnist_mlp', 'mnist_mlp_wide', "
+         "'mnist_small_cnn', 'mnist_softmax')"),
         (dict(repeats=0), "repeats", "0", "an integer >= 1"),
         (dict(workers=(2, 1)), "workers[1]", "1", "an integer >= 2 (a collective across processes needs two)"),
         (dict(workers=()), "workers", "[]", "a non-empty list, each an integer >= 2"),

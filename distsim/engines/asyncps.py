@@ -20,7 +20,10 @@ Two engines give the same :class:`UpdateLog`:
   that spends ``ps_service_s`` on every transfer (push or pull), so workers
   queue behind each other when the PS link is the bottleneck. Used when
   ``ps_service_s > 0``. Without contention it reproduces the vectorized log
-  bit for bit (``tests/test_asyncps.py``).
+  bit for bit (``tests/test_asyncps.py``). With ``duplex=True`` the bytes
+  of pushes and pulls queue separately, one server for each direction of a
+  full-duplex NIC, and only the PS's per-request host time
+  (``ps_request_s``) is shared by both.
 
 ``benchmarks/bench_async.py`` compares this event queue with the same model in
 SimPy; the plain queue was faster, hence no SimPy dependency.
@@ -33,14 +36,15 @@ lower-numbered workers applied at that instant. Times are in seconds.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from distsim.mechanics import stragglers
 from distsim.results.result import Result, Staleness
 from distsim.scenario import limits
-from distsim.validation import InputError, Integer, Number, OneOf, Optional
+from distsim.validation import Boolean, InputError, Integer, Number, OneOf, Optional
 
 DISTRIBUTIONS = stragglers.DISTRIBUTIONS
 ENGINES: tuple[str, ...] = ("auto", "vectorized", "events")
@@ -100,6 +104,11 @@ class UpdateLog:
         """Applied updates per simulated second."""
         return len(self) / float(self.apply_time_s[-1]) if len(self) else float("nan")
 
+    def stretched(self, factor: float) -> UpdateLog:
+        """The same updates in the same order with every time multiplied by ``factor`` (> 0)."""
+        factor = Number(0, low_open=True)("factor", factor)
+        return replace(self, read_time_s=self.read_time_s * factor, apply_time_s=self.apply_time_s * factor)
+
 
 def expected_staleness_immediate_pulls(num_workers: int) -> float:
     """Mean staleness with immediate pulls and free communication: ``N - 1``,
@@ -155,6 +164,8 @@ def simulate_async(
     ps_service_s: float = 0.0,
     seed: int = 0,
     engine: str = "auto",
+    duplex: bool = False,
+    ps_request_s: float = 0.0,
 ) -> UpdateLog:
     """Simulate asynchronous PS training until ``num_updates`` are applied.
 
@@ -173,6 +184,14 @@ def simulate_async(
             per shard over the PS bandwidth, see :func:`link_times_s`); > 0
             makes transfers queue at the PS (FIFO).
         seed: seed of the compute-time streams.
+        duplex: the PS link is full duplex: of each transfer's
+            ``ps_service_s``, the bytes (``ps_service_s - ps_request_s``)
+            queue per direction (pushes apart from pulls) and only
+            ``ps_request_s`` queues for the PS's host, which both share.
+            Otherwise every transfer holds the one PS server for all of
+            ``ps_service_s``.
+        ps_request_s: with ``duplex``, the PS's host time per transfer, seconds
+            (at most ``ps_service_s``).
         engine: ``"auto"`` (vectorized unless there is PS contention),
             ``"vectorized"`` or ``"events"``.
     """
@@ -187,10 +206,64 @@ def simulate_async(
     if engine == "vectorized" and ps_service_s > 0:
         raise InputError("ps_service_s", ps_service_s,
                          "0 with engine='vectorized' (PS contention needs engine='events' or 'auto')")
+    duplex = Boolean()("duplex", duplex)
+    ps_request_s = Number(0, ps_service_s, unit="seconds, at most ps_service_s")("ps_request_s", ps_request_s)
     draws = _ComputeTimes(means, distribution, sigma, seed)
     if engine == "events" or (engine == "auto" and ps_service_s > 0):
-        return _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s)
+        return _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s,
+                                ps_request_s if duplex else None)
     return _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s)
+
+
+#: Most population vectors :func:`fair_share_updates_per_s` walks (workers of
+#: each distinct cycle time + 1, multiplied): a few milliseconds of NumPy each.
+MAX_MVA_POPULATIONS = 100_000
+
+
+def fair_share_updates_per_s(delay_s, demand_s) -> float:
+    """Updates per second of workers whose transfers share the PS's NIC fairly.
+
+    Every worker cycles through a pull, its compute and a push. Concurrent
+    TCP transfers through one NIC direction share its rate (processor
+    sharing), unlike :func:`simulate_async`'s FIFO lanes, which serve one
+    transfer at a time. A closed network of processor-sharing stations and
+    per-worker delays has a product-form stationary distribution whatever the
+    distributions of the service times (Baskett, Chandy, Muntz and Palacios,
+    JACM 1975), so its throughput depends on the mean demands only, and exact
+    mean-value analysis gives it (Reiser and Lavenberg, JACM 1980): with ``n``
+    workers a station's residence time is its demand times one plus its mean
+    queue with ``n - 1`` workers. Workers with equal delays form one class
+    (multi-class MVA over their population vectors).
+
+    Args:
+        delay_s: per worker, seconds of its cycle spent outside the stations
+            (compute, latencies), each >= 0.
+        demand_s: per station, seconds of service each cycle needs there
+            (e.g. the pull and push bytes over each direction of the PS NIC),
+            each >= 0.
+    """
+    delay_s = np.asarray([_SECONDS(f"delay_s[{i}]", d) for i, d in enumerate(np.ravel(delay_s))])
+    demand_s = np.asarray([_SECONDS(f"demand_s[{i}]", d) for i, d in enumerate(np.ravel(demand_s))])
+    _WORKERS("len(delay_s)", len(delay_s))
+    delays, counts = np.unique(delay_s, return_counts=True)
+    populations = int(np.prod(counts + 1))
+    if populations > MAX_MVA_POPULATIONS:
+        raise InputError("delay_s", f"{len(delays)} distinct delays", f"at most {MAX_MVA_POPULATIONS} population "
+                         "vectors (product of each delay's worker count + 1)")
+    queue: dict[tuple[int, ...], np.ndarray] = {}
+    rate = 0.0
+    # Lexicographic order visits every population minus one worker before the population itself.
+    for n in itertools.product(*(range(c + 1) for c in counts)):
+        rate, q = 0.0, np.zeros(len(demand_s))
+        for c, n_c in enumerate(n):
+            if n_c:
+                fewer = n[:c] + (n_c - 1,) + n[c + 1:]
+                residence = demand_s * (1.0 + queue.get(fewer, 0.0))
+                rate_c = n_c / (delays[c] + residence.sum())
+                q += rate_c * residence
+                rate += rate_c
+        queue[n] = q
+    return rate
 
 
 def link_times_s(
@@ -261,9 +334,12 @@ def _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s) -> Upd
 
 
 _APPLY, _READ, _PULL_DONE, _COMPUTE_DONE = 0, 1, 2, 3
+_PULL, _PUSH = "pull", "push"
 
 
-def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s) -> UpdateLog:
+def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s, duplex_request_s=None) -> UpdateLog:
+    """The event engine; ``duplex_request_s`` (not None) splits each transfer's
+    service into shared host time and per-direction bytes (see :func:`simulate_async`)."""
     block = 256
     compute = [draws.draw(w, block) for w in range(num_workers)]
     used = [0] * num_workers
@@ -273,21 +349,25 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
     out_version = np.empty(num_updates, dtype=np.int64)
     out_read = np.empty(num_updates)
     out_apply = np.empty(num_updates)
-    server_free = 0.0
+    duplex = duplex_request_s is not None
+    host_s = duplex_request_s if duplex else 0.0
+    bytes_s = ps_service_s - host_s
+    # When each server is free: the host (shared), pulls, pushes. Simplex: pulls and pushes share one.
+    free = {"host": 0.0, _PULL: 0.0, _PUSH: 0.0}
     applied = 0
     heap: list[tuple[float, int, int]] = []
     push = heapq.heappush
 
-    def request(t: float, link_s: float) -> tuple[float, float]:
+    def request(t: float, link_s: float, direction: str) -> tuple[float, float]:
         """Queue a transfer at the PS: (service start, transfer end)."""
-        nonlocal server_free
-        start = t if t > server_free else server_free
-        server_free = start + ps_service_s
-        end = t + link_s
-        return start, (end if end > server_free else server_free)
+        lane = direction if duplex else _PULL
+        start = max(t, free[lane], free["host"])
+        free["host"] = start + host_s
+        free[lane] = start + (bytes_s if duplex else ps_service_s)
+        return start, max(t + link_s, free[lane], free["host"])
 
     for w in range(num_workers):
-        start, end = request(0.0, pull_s)
+        start, end = request(0.0, pull_s, _PULL)
         push(heap, (start, w, _READ))
         push(heap, (end, w, _PULL_DONE))
     pop = heapq.heappop
@@ -299,7 +379,7 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
             out_read[applied] = read_time[w]
             out_apply[applied] = t
             applied += 1
-            start, end = request(t, pull_s)
+            start, end = request(t, pull_s, _PULL)
             push(heap, (start, w, _READ))
             push(heap, (end, w, _PULL_DONE))
         elif kind == _READ:
@@ -312,7 +392,7 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
             used[w] = i + 1
             push(heap, (t + float(compute[w][i]), w, _COMPUTE_DONE))
         else:
-            _, end = request(t, push_s)
+            _, end = request(t, push_s, _PUSH)
             push(heap, (end, w, _APPLY))
     return UpdateLog(
         worker=out_worker,

@@ -21,6 +21,7 @@ import numpy as np
 
 from distsim.engines import asyncps, steady, timeline
 from distsim.mechanics import memory
+from distsim.mechanics.communication import link_Bps
 from distsim.results.result import Result, Summary
 from distsim.scenario import Scenario
 from distsim.mechanics.strategies import StrategyPlan, plan
@@ -110,13 +111,50 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
 
 @dataclass
 class AsyncCosts:
-    """Per-update costs of an asynchronous PS worker (seconds)."""
+    """Per-update costs of an asynchronous PS worker (seconds).
+
+    Attributes:
+        worker_batch: examples per update.
+        compute_s: a worker's time per update besides its transfers.
+        straggler_compute_s: the same for the last worker (equal to
+            ``compute_s`` unless ``cluster.straggler_cores`` is set).
+        push_s, pull_s: a transfer to an idle PS.
+        ps_service_s: PS time each transfer holds (see :func:`async_costs`).
+        ps_request_s: the part of it that is the PS host's own work.
+        duplex: pushes and pulls queue for their bytes separately.
+    """
 
     worker_batch: np.ndarray
     compute_s: np.ndarray
+    straggler_compute_s: np.ndarray
     push_s: np.ndarray
     pull_s: np.ndarray
     ps_service_s: np.ndarray
+    ps_request_s: np.ndarray
+    duplex: bool
+
+    def worker_compute_s(self, workers: int) -> np.ndarray:
+        """Each worker's mean compute time (the last may be a straggler); scalar costs only."""
+        compute = np.full(workers, float(self.compute_s))
+        compute[-1] = float(self.straggler_compute_s)
+        return compute
+
+    @property
+    def ps_updates_per_s(self) -> np.ndarray:
+        """Most updates per second the PS can serve (two transfers each)."""
+        service = np.maximum(self.ps_service_s, 1e-300)
+        if not self.duplex:
+            return 1.0 / (2 * service)
+        # Each direction carries one transfer per update; the host handles both requests.
+        return 1.0 / np.maximum(np.maximum(service - self.ps_request_s, 2 * self.ps_request_s), 1e-300)
+
+
+def _worker_compute_s(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> np.ndarray:
+    parts = steady.step_parts(p, p["training.global_batch"], plan_, device_kind, shard_policy)
+    # Each worker reads only its own batch (the PS coordinator hands out per-worker datasets).
+    own_input = parts.input_s * parts.replica_batch / p["training.global_batch"] if shard_policy == "DATA" else parts.input_s
+    device = parts.overhead_s + parts.dispatch_s + parts.forward_s + parts.backward_s
+    return np.where(plan_.prefetch, np.maximum(own_input, device), own_input + device)
 
 
 def async_costs(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> AsyncCosts:
@@ -125,29 +163,92 @@ def async_costs(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: st
     over the inter-worker link. A transfer to an idle PS takes ``latency +
     request_s + gradient / bandwidth``. Each of ``num_ps`` PS shards serves
     one transfer at a time and is busy ``request_s + (gradient / num_ps) /
-    bandwidth`` on it; in an ``in_process`` cluster the one process is busy
-    for the whole transfer (its latency is that process's own work)."""
-    parts = steady.step_parts(p, p["training.global_batch"], plan_, device_kind, shard_policy)
-    # Each worker reads only its own batch (the PS coordinator hands out per-worker datasets).
+    bandwidth`` on it. With ``ps_cluster="processes"`` over a
+    ``full_duplex`` link, pushes and pulls queue for their bytes separately,
+    and only ``request_s``, the PS host's time, is shared by both. In an
+    ``in_process`` cluster the one process is busy for the whole transfer,
+    push or pull (its latency is that process's own work). The last worker
+    computes with ``cluster.straggler_cores`` when that is set."""
+    compute = _worker_compute_s(p, plan_, device_kind, shard_policy)
     replicas = p["cluster.num_workers"] * p["cluster.devices_per_worker"]
-    own_input = parts.input_s * parts.replica_batch / p["training.global_batch"] if shard_policy == "DATA" else parts.input_s
-    device = parts.overhead_s + parts.dispatch_s + parts.forward_s + parts.backward_s
-    compute = np.where(plan_.prefetch, np.maximum(own_input, device), own_input + device)
     grad = p["workload.num_params"] * p["workload.bytes_per_param"]
     request = p["cluster.inter_link.request_s"]
-    link = p["cluster.inter_link.latency_s"] + request + grad / p["cluster.inter_link.bandwidth_Bps"]
+    bandwidth = link_Bps(p, "inter_link")
+    link = p["cluster.inter_link.latency_s"] + request + grad / bandwidth
     num_ps = float(plan_.options.get("num_shards", 1))
+    in_process = plan_.ps_cluster == "in_process"
     return AsyncCosts(
         worker_batch=np.broadcast_to(_ceil(p["training.global_batch"], replicas), np.shape(compute)),
         compute_s=compute,
+        straggler_compute_s=_worker_compute_s(steady.straggler_params(p), plan_, device_kind, shard_policy),
         push_s=link,
         pull_s=link,
-        ps_service_s=link if plan_.ps_cluster == "in_process" else request + grad / num_ps / p["cluster.inter_link.bandwidth_Bps"],
+        ps_service_s=link if in_process else request + grad / num_ps / bandwidth,
+        ps_request_s=np.zeros_like(link) if in_process else request * np.ones_like(link),
+        duplex=not in_process and bool(np.all(p["cluster.inter_link.full_duplex"])),
     )
 
 
 def _ceil(a, b):
     return -(-np.asarray(a) // np.asarray(b))
+
+
+def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]:
+    """The asynchronous update log of ``scenario`` (``training.steps`` updates
+    per worker) and the costs behind it."""
+    p = steady.model_params(scenario)
+    costs = async_costs(p, plan(scenario), scenario.cluster.device.kind, scenario.training.shard_policy)
+    return _update_log(scenario, costs), costs
+
+
+def _update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
+    """The event engine's log; with a full-duplex PS (``ps_cluster="processes"``
+    over a ``full_duplex`` link)
+    whose transfers stream (:func:`streamed`) its times are stretched to the
+    rate of fair sharing (:func:`fair_share_rate`): the event engine's FIFO
+    lanes serve one transfer at a time, while streamed transfers share each
+    direction of the PS's NIC."""
+    log = _fifo_update_log(scenario, costs)
+    if not costs.duplex or not streamed(scenario):
+        return log
+    return log.stretched(log.updates_per_s / fair_share_rate(costs, scenario.num_replicas))
+
+
+def streamed(scenario: Scenario) -> bool:
+    """Whether a PS shard's transfers stream through its NIC in flow-control
+    grants (longer than ``inter_link.whole_message_bytes``), so that concurrent
+    ones share it; shorter transfers arrive whole and are served in turn."""
+    window = scenario.cluster.inter_link.whole_message_bytes
+    shard_bytes = scenario.workload.gradient_bytes / plan(scenario).options.get("num_shards", 1)
+    return window is not None and shard_bytes > window
+
+
+def fair_share_rate(costs: AsyncCosts, workers: int) -> float:
+    """Updates per second when concurrent transfers share the PS fairly:
+    each direction of its NIC carries the bytes of one transfer per update,
+    its host serves both requests, and the rest of a worker's cycle (compute,
+    latencies) is its own (:func:`asyncps.fair_share_updates_per_s`)."""
+    nic_s = float(costs.ps_service_s - costs.ps_request_s)
+    own_s = costs.worker_compute_s(workers) + float(costs.push_s + costs.pull_s - 2 * costs.ps_service_s)
+    return asyncps.fair_share_updates_per_s(own_s, [nic_s, nic_s, 2 * float(costs.ps_request_s)])
+
+
+def _fifo_update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
+    t = scenario.training
+    workers = scenario.num_replicas
+    return asyncps.simulate_async(
+        workers,
+        t.steps * workers,
+        costs.worker_compute_s(workers),
+        t.compute_distribution,
+        sigma=t.compute_sigma,
+        push_s=float(costs.push_s),
+        pull_s=float(costs.pull_s),
+        ps_service_s=float(costs.ps_service_s),
+        seed=t.seed,
+        duplex=costs.duplex,
+        ps_request_s=float(costs.ps_request_s),
+    )
 
 
 def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
@@ -158,17 +259,7 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
     footprint = memory.footprint(p, scenario.strategy.name, costs.worker_batch)
     check_fits(footprint)
     workers = scenario.num_replicas
-    log = asyncps.simulate_async(
-        workers,
-        t.steps * workers,
-        float(costs.compute_s),
-        t.compute_distribution,
-        sigma=t.compute_sigma,
-        push_s=float(costs.push_s),
-        pull_s=float(costs.pull_s),
-        ps_service_s=float(costs.ps_service_s),
-        seed=t.seed,
-    )
+    log = _update_log(scenario, costs)
     rate = log.updates_per_s
     batch = float(costs.worker_batch)
     throughput = rate * batch

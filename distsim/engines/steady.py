@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from distsim.mechanics import gradients, sharding
-from distsim.mechanics.communication import Communication
+from distsim.mechanics.communication import Communication, link_Bps
 from distsim.mechanics.strategies import StrategyPlan, plan
 from distsim.scenario import Scenario
 from distsim.validation import InputError
@@ -79,6 +79,12 @@ MODEL_FIELDS: tuple[str, ...] = (
     "cluster.inter_link.bandwidth_Bps",
     "cluster.inter_link.latency_s",
     "cluster.inter_link.request_s",
+    "cluster.intra_link.payload_fraction",
+    "cluster.intra_link.stack_bandwidth_Bps",
+    "cluster.inter_link.payload_fraction",
+    "cluster.inter_link.stack_bandwidth_Bps",
+    "cluster.straggler_cores",
+    "cluster.inter_link.full_duplex",
     "workload.num_params",
     "workload.bytes_per_param",
     "workload.flops_per_sample",
@@ -294,6 +300,15 @@ def host_slowdown(p: dict, device_kind: str) -> np.ndarray:
     return 1.0 / np.minimum(_worker_cores(p, device_kind), 1.0)
 
 
+def straggler_params(p: dict) -> dict:
+    """``p`` for the last worker: its cores are ``cluster.straggler_cores``
+    where one is set (a CPU-quota straggler), else unchanged."""
+    slow = dict(p)
+    straggler = p["cluster.straggler_cores"]
+    slow["cluster.physical_cores"] = np.where(np.isnan(straggler), p["cluster.physical_cores"], straggler)
+    return slow
+
+
 def host_costs_s(p: dict, plan_: StrategyPlan, device_kind: str) -> tuple[np.ndarray, np.ndarray]:
     """The worker host's seconds per step: (fixed overhead, dispatch of each replica).
 
@@ -330,7 +345,7 @@ def input_s(p: dict, global_examples, shard_policy: str, device_kind: str) -> np
     read = np.where((workers == 1) | (shard_policy == "DATA"), global_examples, ceil_div(global_examples, workers))
     host_s = read * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
     batch = ceil_div(global_examples, replicas)
-    copy_s = 0.0 if device_kind == "cpu" else batch * p["workload.input_bytes_per_sample"] / p["cluster.intra_link.bandwidth_Bps"]
+    copy_s = 0.0 if device_kind == "cpu" else batch * p["workload.input_bytes_per_sample"] / link_Bps(p, "intra_link")
     return host_s + copy_s
 
 
@@ -447,10 +462,12 @@ def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
     collectives = Collectives.of(scenario, plan_)
     metrics = metric_comm_s(p, Communication.of(scenario, plan_))
     batch = p["training.global_batch"]
-    parts = step_parts(p, batch, plan_, kind, policy, collectives, metrics)
+    # Every worker waits for the slowest one (the straggler, when there is one) at the collectives.
+    slowest = straggler_params(p)
+    parts = step_parts(slowest, batch, plan_, kind, policy, collectives, metrics)
     step = step_time_s(parts, plan_.prefetch)
     shape = epoch_plan(p, policy)
-    last_parts = step_parts(p, shape.last_examples, plan_, kind, policy, collectives, metrics)
+    last_parts = step_parts(slowest, shape.last_examples, plan_, kind, policy, collectives, metrics)
     epoch = fill_s(p, plan_.prefetch, policy) + (shape.steps - 1) * step + step_time_s(last_parts, plan_.prefetch)
     return ModelOutput(
         step_time_s=step,

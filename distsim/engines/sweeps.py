@@ -2,7 +2,8 @@
 
 :func:`sweep` evaluates the closed-form steady-state model of
 :mod:`distsim.engines.steady` (and the PS throughput bound for asynchronous
-training) over the cartesian product of the values given, vectorised with
+training: an upper bound; `predict` also counts how transfers queue at the
+PS) over the cartesian product of the values given, vectorised with
 NumPy, for speedup/efficiency tables and what-if plots. It uses the mean
 compute time (no straggler draws), and the same epoch length and memory
 model as :func:`distsim.predict`.
@@ -184,9 +185,10 @@ def _evaluate(scn: Scenario, p: dict) -> dict[str, np.ndarray]:
     model = steady.step_model(scn, p)
     if plan_.mode == "async":
         costs = async_costs(p, plan_, kind, policy)
-        cycle = costs.pull_s + costs.compute_s + costs.push_s
-        # Workers are independent until the PS NIC saturates (2 transfers per update).
-        rate = np.minimum(replicas / cycle, 1.0 / (2 * np.maximum(costs.ps_service_s, 1e-300)))
+        transfers = costs.pull_s + costs.push_s
+        # Workers are independent until the PS saturates (the last may be a straggler).
+        free_rate = (replicas - 1) / (transfers + costs.compute_s) + 1 / (transfers + costs.straggler_compute_s)
+        rate = np.minimum(free_rate, costs.ps_updates_per_s)
         throughput = rate * costs.worker_batch
         footprint = memory.footprint(p, scn.strategy.name, costs.worker_batch)
         out = {

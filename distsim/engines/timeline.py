@@ -113,10 +113,10 @@ class _Setup:
     local: int
     replicas: int
     collectives: steady.Collectives | None
-    per_example_s: float
+    per_example_s: np.ndarray  # per replica (the last worker's may be a straggler's)
     shared: bool
-    overhead_s: float
-    dispatch_s: float
+    overhead_s: np.ndarray  # per replica
+    dispatch_s: np.ndarray  # per replica
     update_s: float
     metric_s: float
     fill_s: float
@@ -135,7 +135,12 @@ class _Setup:
         c, t = scenario.cluster, scenario.training
         p = steady.model_params(scenario)
         kind = c.device.kind
-        overhead, dispatch = (float(x) for x in steady.host_costs_s(p, plan_, kind))
+        # Per replica: the last worker's replicas may have a straggler's cores.
+        worker_of = np.repeat(np.arange(c.num_workers), c.devices_per_worker)
+        slow = worker_of == c.num_workers - 1
+        per_worker = [(float(steady.seconds_per_example(q, kind)), *(float(x) for x in steady.host_costs_s(q, plan_, kind)))
+                      for q in (p, steady.straggler_params(p))]
+        per_example, overhead, dispatch = (np.where(slow, per_worker[1][i], per_worker[0][i]) for i in range(3))
         collectives = steady.Collectives.of(scenario, plan_)
         ready = duration = None
         if collectives is not None and not collectives.fused:
@@ -145,14 +150,14 @@ class _Setup:
         return cls(
             scenario=scenario, p=p, prefetch=plan_.prefetch, workers=c.num_workers, local=c.devices_per_worker,
             replicas=scenario.num_replicas, collectives=collectives,
-            per_example_s=float(steady.seconds_per_example(p, kind)), shared=bool(steady.shares_cores(p, kind)),
+            per_example_s=per_example, shared=bool(steady.shares_cores(p, kind)),
             overhead_s=overhead, dispatch_s=dispatch, update_s=float(steady.update_s(p)),
             metric_s=float(steady.metric_comm_s(p, Communication.of(scenario, plan_))),
             fill_s=float(steady.fill_s(p, plan_.prefetch, t.shard_policy)),
             aggregate=scenario.num_replicas - t.backup_workers,
             static_ready=ready, static_duration=duration,
             pull_s=0.0 if collectives is None else float(collectives.pull_s(p)),
-            worker_of=np.repeat(np.arange(c.num_workers), c.devices_per_worker),
+            worker_of=worker_of,
             local_index=np.tile(np.arange(c.devices_per_worker), c.num_workers),
         )
 

@@ -57,7 +57,7 @@ import numpy as np
 from distsim.mechanics.collective_costs import cost_model
 from distsim.mechanics.gradients import serial_chain_end
 from distsim.mechanics.strategies import StrategyPlan
-from distsim.scenario import Scenario, Topology
+from distsim.scenario import Scenario, Topology, message_Bps
 
 #: NCCL's ring latencies, seconds (tuning.cc: baseLatencies for Ring, and
 #: hwLatencies per link type for Ring; LL and Simple).
@@ -72,6 +72,16 @@ NCCL_TREE_BASE_S = {"LL": 6.8e-6, "Simple": 8.4e-6}
 NCCL_TREE_NET_STEP_S = {"LL": 5.0e-6, "Simple": 14.0e-6}
 #: Share of the link bandwidth each protocol delivers (tuning.cc: LL halves busBw).
 NCCL_EFFICIENCY = {"LL": 0.5, "Simple": 1.0}
+
+
+def link_Bps(p: dict, link: str) -> np.ndarray:
+    """Message bytes per second over ``link`` (``"intra_link"`` or
+    ``"inter_link"``) from a scenario's model parameters ``p``: its wire rate
+    times its payload fraction, in series with its hosts' network software
+    (:func:`distsim.scenario.message_Bps`). A link with the default fields
+    (payload fraction 1, no software cost) gives its bandwidth itself."""
+    return message_Bps(p[f"cluster.{link}.bandwidth_Bps"], p[f"cluster.{link}.payload_fraction"],
+                       p[f"cluster.{link}.stack_bandwidth_Bps"])
 
 
 def greedy_shards(tensor_bytes, num_shards: int) -> np.ndarray:
@@ -125,7 +135,7 @@ class Communication:
 
     def intra(self, p: dict) -> tuple:
         """(latency, bandwidth) of device-to-device transfers inside a worker."""
-        bw = p["cluster.intra_link.bandwidth_Bps"]
+        bw = link_Bps(p, "intra_link")
         if self.topology is not None:
             bw = self.topology.lanes(self.devices_per_worker) * self.topology.lane_bandwidth_Bps
         return p["cluster.intra_link.latency_s"], bw
@@ -133,7 +143,7 @@ class Communication:
     def host(self, p: dict) -> tuple:
         """(latency, bandwidth, uplinks) of device-to-host-CPU transfers."""
         if self.topology is None:
-            return p["cluster.intra_link.latency_s"], p["cluster.intra_link.bandwidth_Bps"], 1
+            return p["cluster.intra_link.latency_s"], link_Bps(p, "intra_link"), 1
         return p["cluster.intra_link.latency_s"], self.topology.host_link_bandwidth_Bps, self.topology.host_links
 
     @property
@@ -172,7 +182,7 @@ class Communication:
     def _links(self, p: dict, proto: str | None) -> tuple:
         """(intra latency, intra bandwidth, inter latency, inter bandwidth) under a protocol."""
         a1, b1 = self.intra(p)
-        a2, b2 = p["cluster.inter_link.latency_s"], p["cluster.inter_link.bandwidth_Bps"]
+        a2, b2 = p["cluster.inter_link.latency_s"], link_Bps(p, "inter_link")
         if proto is None:
             return a1, b1, a2, b2
         kind = "pcie" if self.topology is None or self.topology.kind == "pcie_tree" else "nvlink"
@@ -218,7 +228,7 @@ class Communication:
         return sharded_ps_exchange(
             launch_s, [s_ * grad for s_ in share], shard_of, self.devices_per_worker,
             pcie=(lat, bw, links), workers=self.num_workers, shards=shards, placement=self.ps_placement,
-            network=(p["cluster.inter_link.latency_s"], p["cluster.inter_link.bandwidth_Bps"]))
+            network=(p["cluster.inter_link.latency_s"], link_Bps(p, "inter_link")))
 
     def _two_level_ps_s(self, p: dict, n) -> np.ndarray:
         """Devices -> worker CPU (sum) -> PS shards -> worker CPU -> devices."""
@@ -228,8 +238,8 @@ class Communication:
             return 2 * local
         shards = cost_model("parameter_server", self.num_workers, num_shards=self.plan.options["num_shards"],
                             ps_on_worker_nodes=self.ps_placement == "worker_hosts")
-        network = shards.time_s(n, p["cluster.intra_link.latency_s"], p["cluster.intra_link.bandwidth_Bps"],
-                                p["cluster.inter_link.latency_s"], p["cluster.inter_link.bandwidth_Bps"])
+        network = shards.time_s(n, p["cluster.intra_link.latency_s"], link_Bps(p, "intra_link"),
+                                p["cluster.inter_link.latency_s"], link_Bps(p, "inter_link"))
         return 2 * local + network
 
 

@@ -19,11 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from distsim.mechanics import strategies
-from distsim.engines import steady
 from distsim.numerics.asynctrain import AsyncRun, train_async
 from distsim.datasets.mnist import mnist_subset
 from distsim.numerics.models import Model, make_model
-from distsim.engines.prediction import async_costs, predict
+from distsim.engines.prediction import predict, simulate_updates
 from distsim.scenario import Scenario
 from distsim.numerics.train import LRSchedule, TrainRun, train_sync
 from distsim.validation import InputError, InstanceOf
@@ -88,15 +87,12 @@ def train_scenario(
     t, c = scenario.training, scenario.cluster
     plan = strategies.plan(scenario)
     if plan.mode == "async":
-        params = steady.model_params(scenario)
-        costs = async_costs(params, plan, c.device.kind, t.shard_policy)
+        log, costs = simulate_updates(scenario)
         workers = scenario.num_replicas
         return train_async(
             model, data.x_train, data.y_train,
             num_workers=workers, batch_size=int(costs.worker_batch), num_updates=t.steps * workers,
-            learning_rate=learning_rate, compute_mean_s=float(costs.compute_s),
-            distribution=t.compute_distribution, sigma=t.compute_sigma, push_s=float(costs.push_s),
-            pull_s=float(costs.pull_s), ps_service_s=float(costs.ps_service_s), seed=t.seed,
+            learning_rate=learning_rate, seed=t.seed, log=log,
             dtype=dtype, eval_data=eval_data, eval_every=eval_every, scenario=scenario,
         )
     if t.backup_workers:

@@ -9,6 +9,10 @@ processes it starts: importing ``distsim.real`` does not import TensorFlow.
 * :func:`run_with_failure` kills a MultiWorkerMirrored worker mid-training and
   resumes from the ``BackupAndRestore`` checkpoint; :func:`run_ps_with_worker_failure`
   kills a parameter-server worker and lets the coordinator carry on.
+* The network lab (:mod:`distsim.real.netlab`): :func:`lab_scenario`,
+  :func:`run_point` (predict, then run over emulated NICs),
+  :func:`wire_bound_s`; :func:`emulation_unavailable` says why emulated
+  hosts cannot run here.
 * :func:`calibrate` times micro-benchmarks and writes "this machine" presets.
 * :func:`configure_tensorflow` is the first cell of a notebook that uses
   TensorFlow in its own kernel (``tf_keras``, logical devices).
@@ -24,7 +28,7 @@ one task of a real multi-machine cluster (see ``distsim/real/README.md``).
 
 from distsim.real.calibrate import Calibration, calibrate
 from distsim.real.env import configure_tensorflow, describe_tensorflow, physical_gpu_count
-from distsim.real.experiment import run, tpu_status
+from distsim.real.experiment import EmulationUnavailable, run, tpu_status
 from distsim.real.fault import (
     FaultToleranceRun,
     ParameterServerFailureRun,
@@ -32,6 +36,16 @@ from distsim.real.fault import (
     run_ps_with_worker_failure,
     run_with_failure,
 )
+from distsim.real.netlab import (
+    BATCH_PER_WORKER,
+    TCP_PAYLOAD_FRACTION,
+    LabPoint,
+    lab_hardware,
+    lab_scenario,
+    run_point,
+    wire_bound_s,
+)
+from distsim.real.network import unavailable as emulation_unavailable
 from distsim.real.launcher import LaunchError, LaunchOutcome, Task, launch, launched_processes, python_module_argv
 from distsim.real.plan import RunPlan, plan_from_scenario
 from distsim.real.protocol import NoTPUError
@@ -48,7 +62,16 @@ from distsim.real.tfconfig import (
 )
 
 __all__ = [
+    "BATCH_PER_WORKER",
     "Calibration",
+    "EmulationUnavailable",
+    "LabPoint",
+    "TCP_PAYLOAD_FRACTION",
+    "emulation_unavailable",
+    "lab_hardware",
+    "lab_scenario",
+    "run_point",
+    "wire_bound_s",
     "FaultToleranceRun",
     "LaunchError",
     "LaunchOutcome",

@@ -11,6 +11,8 @@ Subcommands:
 * ``run``: launch a whole experiment on this machine (one process per task)
   and print its measured summary.
 * ``calibrate``: time the micro-benchmarks and write a "this machine" preset.
+* ``netlab``: predict one configuration, then run it with every task on its
+  own emulated host whose NIC runs at a given rate; print both.
 * ``tpu``: say in one line whether a TPU is attached.
 
 TensorFlow is imported only after the arguments are parsed, so ``--help`` is
@@ -171,6 +173,41 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_netlab(args: argparse.Namespace) -> int:
+    import warnings
+
+    from distsim.real.experiment import EmulationUnavailable
+    from distsim.real.netlab import lab_hardware, lab_scenario, run_point
+    from distsim.real.plan import WORKLOAD_MODELS
+    from distsim.validation import Integer, Number, OneOf, Optional
+
+    workload = OneOf(tuple(sorted(WORKLOAD_MODELS)))("--workload", args.workload)
+    workers = Integer(1, 16)("--workers", args.workers)
+    rate = Number(0, 100_000, low_open=True, unit="Mbit/s")("--rate-mbit", args.rate_mbit)
+    steps = Integer(3, 10_000)("--steps", args.steps)
+    straggler = Optional(Number(0, low_open=True, unit="cores"), "no straggler")("--straggler-cores",
+                                                                               args.straggler_cores)
+    hardware = lab_hardware()
+    if not hardware.calibrated:
+        print("note: this machine is not calibrated (python -m distsim.real calibrate); predicting with the "
+              "built-in presets", file=sys.stderr)
+    scenario = lab_scenario(args.strategy, workers, rate, workload=workload, steps=steps,
+                            straggler_cores=straggler, hardware=hardware)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", EmulationUnavailable)
+        point = run_point(scenario, network=args.network, timeout_s=args.timeout, progress=not args.json)
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    out = point.to_dict() | {"calibrated": hardware.calibrated,
+                             "measured_worker_step_s": json.loads(point.measured.meta.get("worker_step_time_s", "{}"))}
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        print(f"{scenario.name}: predicted {out['predicted_step_s'] * 1e3:.1f} ms/step, measured "
+              f"{out['measured_step_s'] * 1e3:.1f} ms/step ({out['error']:+.0%}); {out['network']}")
+    return 0
+
+
 def cmd_tpu(args: argparse.Namespace) -> int:
     from distsim.real.experiment import tpu_status
 
@@ -224,6 +261,19 @@ def build_parser() -> argparse.ArgumentParser:
     micro.add_argument("--tf-config", help="this task's TF_CONFIG JSON (collective part)")
     micro.add_argument("--out", type=Path, help="write the measurements here")
     micro.set_defaults(func=cmd_microbench)
+
+    lab = sub.add_parser("netlab", help="predict, then run, one configuration over emulated NICs of a given rate")
+    lab.add_argument("--strategy", choices=("multi_worker_mirrored", "parameter_server"), required=True)
+    lab.add_argument("--workers", type=int, default=2, help="worker processes")
+    lab.add_argument("--rate-mbit", type=float, required=True, help="every NIC's rate, Mbit/s, each direction")
+    lab.add_argument("--workload", default="mnist_mlp", help="MNIST workload preset (mnist_mlp, mnist_mlp_wide, ...)")
+    lab.add_argument("--steps", type=int, default=30, help="steps (parameter server: updates per worker)")
+    lab.add_argument("--straggler-cores", type=float, help="CPU quota of the last worker, in cores")
+    lab.add_argument("--network", choices=("shaped", "namespaces", "localhost"), default="shaped",
+                     help="shaped NICs (default), namespaces without a rate, or plain localhost")
+    lab.add_argument("--timeout", type=float, default=900.0, help="seconds before everything is killed")
+    lab.add_argument("--json", action="store_true", help="print one JSON object")
+    lab.set_defaults(func=cmd_netlab)
 
     tpu = sub.add_parser("tpu", help="say whether a TPU is attached")
     tpu.set_defaults(func=cmd_tpu)

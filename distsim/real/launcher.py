@@ -187,7 +187,65 @@ class _Running:
         self.torn_down = False
 
 
-class Launch:
+class TornDown:
+    """A context manager that undoes what it started on every exit path.
+
+    ``with`` calls :meth:`start`; if that fails, or when the block ends for
+    any reason, :meth:`close` runs :meth:`_teardown` with SIGINT and SIGTERM
+    blocked, so a second Ctrl-C cannot cut it short. While it is open in the
+    main thread, SIGTERM raises :class:`LaunchInterrupted`, so a ``kill``
+    tears down too. Subclasses implement :meth:`start` and :meth:`_teardown`.
+    """
+
+    #: What the SIGTERM message says is being torn down.
+    what = "what was started"
+    _old_sigterm = None
+
+    def __enter__(self):
+        self._install_sigterm()
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _install_sigterm(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_sigterm(signum, frame):
+            raise LaunchInterrupted(f"signal {signum} received; tearing down {self.what}")
+
+        self._old_sigterm = signal.signal(signal.SIGTERM, on_sigterm)
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def _teardown(self):
+        raise NotImplementedError
+
+    def close(self):
+        """Undo everything (idempotent); returns what :meth:`_teardown` returns."""
+        in_main = threading.current_thread() is threading.main_thread()
+        if in_main:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            return self._teardown()
+        finally:
+            # Restore the old SIGTERM handler before unblocking, so a SIGTERM that
+            # arrived during teardown now does what it would have done anyway.
+            if self._old_sigterm is not None:
+                signal.signal(signal.SIGTERM, self._old_sigterm)
+                self._old_sigterm = None
+            if in_main:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+class Launch(TornDown):
     """A running set of tasks. Use as a context manager, or call :func:`launch`.
 
     Example::
@@ -212,29 +270,9 @@ class Launch:
         self.watchers = list(watchers)
         self._running: list[_Running] = []
         self._t0 = 0.0
-        self._old_sigterm = None
 
     # ---- life cycle -----------------------------------------------------------------
-    def __enter__(self) -> "Launch":
-        self._install_sigterm()
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _install_sigterm(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def on_sigterm(signum, frame):
-            raise LaunchInterrupted(f"signal {signum} received; tearing down the launched tasks")
-
-        self._old_sigterm = signal.signal(signal.SIGTERM, on_sigterm)
+    what = "the launched tasks"
 
     def start(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -266,39 +304,26 @@ class Launch:
             self._running.append(_Running(task, proc, log_path, log_file))
 
     def close(self) -> list[TaskOutcome]:
-        """Kill every task still alive (SIGTERM, then SIGKILL) and reap it.
+        """Kill every task still alive (SIGTERM, then SIGKILL) and reap it; the outcomes."""
+        return super().close()
 
-        SIGINT and SIGTERM are blocked meanwhile, so a second Ctrl-C cannot
-        cut the teardown short.
-        """
-        in_main = threading.current_thread() is threading.main_thread()
-        if in_main:
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
-            for r in self._running:
-                if r.proc.poll() is None:
-                    r.torn_down = True
-                    _signal_group(r.proc.pid, r.task.stop_signal)
-            deadline = time.monotonic() + TERM_GRACE_S
-            for r in self._running:
-                try:
-                    r.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    pass
-            for r in self._running:
-                # SIGKILL the whole group even if the leader exited: a child of it may linger.
-                _signal_group(r.proc.pid, signal.SIGKILL)
-                if r.proc.poll() is None:
-                    r.proc.wait()
-                r.log_file.close()
-        finally:
-            # Restore the old SIGTERM handler before unblocking, so a SIGTERM that
-            # arrived during teardown now does what it would have done anyway.
-            if self._old_sigterm is not None:
-                signal.signal(signal.SIGTERM, self._old_sigterm)
-                self._old_sigterm = None
-            if in_main:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    def _teardown(self) -> list[TaskOutcome]:
+        for r in self._running:
+            if r.proc.poll() is None:
+                r.torn_down = True
+                _signal_group(r.proc.pid, r.task.stop_signal)
+        deadline = time.monotonic() + TERM_GRACE_S
+        for r in self._running:
+            try:
+                r.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        for r in self._running:
+            # SIGKILL the whole group even if the leader exited: a child of it may linger.
+            _signal_group(r.proc.pid, signal.SIGKILL)
+            if r.proc.poll() is None:
+                r.proc.wait()
+            r.log_file.close()
         return self.outcomes()
 
     # ---- monitoring ---------------------------------------------------------------

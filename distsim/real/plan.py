@@ -207,6 +207,7 @@ class RunPlan:
 WORKLOAD_MODELS: dict[str, str] = {
     "mnist_softmax": "softmax_regression",
     "mnist_mlp": "mlp",
+    "mnist_mlp_wide": "mlp",
     "mnist_small_cnn": "small_cnn",
 }
 

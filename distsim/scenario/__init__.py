@@ -28,6 +28,7 @@ from distsim.scenario.components import (
     Topology,
     Training,
     Workload,
+    message_Bps,
 )
 from distsim.scenario.factory import make_scenario
 from distsim.scenario.presets import (
@@ -66,6 +67,7 @@ __all__ = [
     "Topology",
     "Training",
     "Workload",
+    "message_Bps",
     "load_preset",
     "make_scenario",
     "preset_names",

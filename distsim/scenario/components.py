@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from distsim.scenario import limits, rules
 from distsim.validation import (
     Boolean,
@@ -135,6 +137,20 @@ class Device:
         return self.peak_flops * self.efficiency
 
 
+def message_Bps(bandwidth_Bps, payload_fraction=1.0, stack_bandwidth_Bps=None):
+    """Message bytes per second over a link (floats or NumPy arrays):
+    ``1 / (1 / (bandwidth_Bps x payload_fraction) + 1 / stack_bandwidth_Bps)``,
+    the wire's payload rate in series with the hosts' network software.
+    ``stack_bandwidth_Bps`` of ``None`` or NaN means free."""
+    wire_s_per_byte = 1.0 / (bandwidth_Bps * payload_fraction)
+    if stack_bandwidth_Bps is None:
+        return 1.0 / wire_s_per_byte
+    stack = np.asarray(stack_bandwidth_Bps, dtype=float)
+    # NaN (a None read into an array) costs nothing.
+    stack_s_per_byte = np.where(np.isnan(stack), 0.0, 1.0 / np.where(np.isnan(stack), 1.0, stack))
+    return 1.0 / (wire_s_per_byte + stack_s_per_byte)
+
+
 @dataclass(frozen=True)
 class Link:
     """A link between devices (intra-worker) or hosts (inter-worker).
@@ -148,6 +164,28 @@ class Link:
             besides moving the bytes, seconds. A PS serves requests one at a
             time, so this is what makes workers queue. Only the
             parameter-server strategy uses it.
+        payload_fraction: the share of ``bandwidth_Bps`` that carries the
+            message (the rest is protocol headers), in (0, 1]. 1 when
+            ``bandwidth_Bps`` is already a payload rate (fitted from message
+            times); TCP over IPv4 over Ethernet with a 1500-byte MTU carries
+            1448 of every 1514 bytes on the wire (0.956).
+        stack_bandwidth_Bps: the hosts' network software (serialising,
+            copying, the TCP stack) per byte, in series with the wire:
+            a message of ``n`` bytes takes ``n / (bandwidth_Bps x
+            payload_fraction) + n / stack_bandwidth_Bps``. ``None``: free (or
+            already part of ``bandwidth_Bps``).
+        whole_message_bytes: the largest message a sender may put on the
+            link in one go, bytes: the receiver's flow-control grant (gRPC
+            over HTTP/2 grants a stream at most 1 MiB at a time). Messages
+            up to it reach a busy parameter server's NIC whole and are served
+            one after another; longer ones stream in grants, interleave with
+            the other transfers and share the NIC (see
+            :func:`distsim.engines.prediction.fair_share_rate`). ``None``:
+            every message is sent whole (one at a time).
+        full_duplex: each direction has its own ``bandwidth_Bps`` (a switched
+            NIC), so a parameter server in its own process receives pushes
+            while it sends pulls; ``False``: one transfer at a time, either
+            way (the model before this field existed).
         sources: where each number comes from.
     """
 
@@ -155,10 +193,21 @@ class Link:
     bandwidth_Bps: float = checked(Number(0, low_open=True, unit="bytes/s"))
     latency_s: float = checked(_SECONDS)
     request_s: float = checked(_SECONDS, default=0.0)
+    payload_fraction: float = checked(Number(0, 1, low_open=True), default=1.0)
+    stack_bandwidth_Bps: float | None = checked(
+        Optional(Number(0, low_open=True, unit="bytes/s"), "free (part of bandwidth_Bps)"), default=None)
+    whole_message_bytes: float | None = checked(
+        Optional(Number(0, low_open=True, unit="bytes"), "every message is sent whole"), default=None)
+    full_duplex: bool = checked(Boolean(), default=False)
     sources: dict = _sources()
 
     def __post_init__(self) -> None:
         check_fields(self, "Link")
+
+    @property
+    def effective_Bps(self) -> float:
+        """Message bytes per second over this link (:func:`message_Bps`)."""
+        return float(message_Bps(self.bandwidth_Bps, self.payload_fraction, self.stack_bandwidth_Bps))
 
 
 @dataclass(frozen=True)
@@ -225,6 +274,12 @@ class Cluster:
         topology: how a worker's devices are wired (NVLink mesh, NVSwitch,
             PCIe tree); ``None``: every device has one port on
             ``intra_link``.
+        straggler_cores: for CPU devices: the cores the *last* worker gets
+            instead of ``physical_cores`` (a CPU quota: cgroup
+            ``cfs_quota_us / cfs_period_us`` in a real run), so its host work
+            and compute run ``physical_cores / straggler_cores`` times slower
+            (host work: ``1 / min(straggler_cores, 1)``). At most
+            ``physical_cores``. ``None``: no straggler.
     """
 
     device: Device = checked(InstanceOf(Device, "a device preset name or an object of its fields"))
@@ -238,6 +293,8 @@ class Cluster:
     topology: Topology | None = checked(
         Optional(InstanceOf(Topology, "a topology preset name or an object of its fields"), "one port per device"),
         default=None)
+    straggler_cores: float | None = checked(
+        Optional(Number(0, low_open=True, unit="cores of the last worker"), "no straggler"), default=None)
 
     def __post_init__(self) -> None:
         check_fields(self, "Cluster")

@@ -19,6 +19,7 @@ def make_scenario(
     inter_link: str | dict | None = None,
     physical_cores: float | None = None,
     host_input_speed: float = 1.0,
+    straggler_cores: float | None = None,
     algorithm: str | None = None,
     mode: str | None = None,
     num_ps: int = 1,
@@ -40,6 +41,7 @@ def make_scenario(
         "devices_per_worker": devices_per_worker,
         "physical_cores": physical_cores,
         "host_input_speed": host_input_speed,
+        "straggler_cores": straggler_cores,
     }
     if intra_link is not None:
         cluster["intra_link"] = intra_link

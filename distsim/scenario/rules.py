@@ -79,11 +79,18 @@ def check_device(get: Get, at: str) -> None:
 
 
 def check_cluster(get: Get, device_kind: str, at: str) -> None:
-    """Shared cores only for CPU devices; at most :data:`~distsim.scenario.limits.MAX_REPLICAS` replicas."""
+    """Shared cores only for CPU devices; a straggler has at most the others'
+    cores; at most :data:`~distsim.scenario.limits.MAX_REPLICAS` replicas."""
     cores = get("physical_cores")
     if device_kind != "cpu":
         _require(np.isnan(np.asarray(cores, dtype=float)), f"{at}.physical_cores", cores,
                  lambda i: f"null for a {device_kind} device (only CPU devices share cores)")
+    straggler = get("straggler_cores")
+    cores_or_nan = np.asarray(cores, dtype=float)
+    _require(np.isnan(np.asarray(straggler, dtype=float)) | (np.asarray(straggler, dtype=float) <= cores_or_nan),
+             f"{at}.straggler_cores", straggler,
+             lambda i: f"null, or <= physical_cores={_row(cores, i)} (a straggler is a CPU worker with fewer "
+                       "cores than the others)")
     workers, devices = get("num_workers"), get("devices_per_worker")
     replicas = np.asarray(workers) * np.asarray(devices)
     _require(replicas <= limits.MAX_REPLICAS, f"{at}.devices_per_worker", devices,

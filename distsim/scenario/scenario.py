@@ -91,6 +91,7 @@ class Scenario:
                 "devices_per_worker": c.devices_per_worker,
                 "physical_cores": c.physical_cores,
                 "host_input_speed": c.host_input_speed,
+                "straggler_cores": c.straggler_cores,
                 "device": dataclasses.asdict(c.device),
                 "intra_link": dataclasses.asdict(c.intra_link),
                 "inter_link": dataclasses.asdict(c.inter_link),

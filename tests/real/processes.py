@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -29,3 +30,16 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def processes_in_netns(namespace: str) -> set[int]:
+    """Live processes whose network namespace is ``namespace`` (``net:[inode]``)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "ns" / "net") == namespace and alive(int(entry.name)):
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
