@@ -21,7 +21,7 @@ from distsim.datasets.mnist import mnist_subset
 from distsim.numerics.models import make_model
 from distsim.views.plots import save_figure
 from distsim.views.plots.comparison import SCATTER_METRICS, plot_predicted_vs_measured
-from distsim.views.plots.scaling import cost_per_step, plot_cost_breakdown, plot_scaling
+from distsim.views.plots.scaling import cost_per_step, plot_cost_breakdown, plot_scaling, scaling_table
 from distsim.views.plots.schedule import (
     ScheduleDrawing,
     animate_schedule,
@@ -487,3 +487,13 @@ def test_timeline_of_a_prediction_draws_comm_streams_in_their_device_rows():
     expected_rows = np.array([row_of[result.trace.devices[d].removesuffix("/comm")] for d in result.trace.device])
     np.testing.assert_allclose(centres[comm] - expected_rows[comm], 0.27)  # lower lane: (0.12 + 0.42) / 2
     assert ax.get_title() == "multi_worker_mirrored, 4 replicas (predicted)"
+
+
+def test_scaling_table_rows_in_milliseconds():
+    # hand-written: 2 devices at 10 ms (strong) and 12 ms (weak) against 1 device at 8 ms
+    text = scaling_table({"devices": [1, 2], "strong_s": [0.008, 0.010], "strong_speedup": [1.0, 0.8],
+                          "weak_s": [0.008, 0.012], "weak_speedup": [1.0, 4 / 3]})
+    header, one, two = text.splitlines()
+    assert header.split() == ["devices", "strong:", "step", "(ms)", "speedup", "weak:", "step", "(ms)", "speedup"]
+    assert one.split() == ["1", "8.00", "1.00", "8.00", "1.00"]
+    assert two.split() == ["2", "10.00", "0.80", "12.00", "1.33"]

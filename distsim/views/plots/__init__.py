@@ -17,6 +17,7 @@ from distsim.views.plots.scaling import (
     plot_ps_shards,
     plot_scaling,
     plot_speedup_curves,
+    scaling_table,
 )
 from distsim.views.plots.losslab import plot_loss_lab, plot_mistake_by_replicas
 from distsim.views.plots.pipeline import outline_passes, plot_microbatch_sweep, plot_pipeline_schedules
@@ -33,6 +34,7 @@ from distsim.views.plots.training import (
 )
 
 __all__ = [
+    "scaling_table",
     "plot_checkpoint_waste",
     "OKABE_ITO",
     "SERIES_COLORS",

@@ -244,3 +244,17 @@ def plot_message_times(curves: Mapping[str, tuple[Sequence[float], Sequence[floa
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize="small")
     return fig
+
+
+def scaling_table(table: Mapping[str, Sequence[float]]) -> str:
+    """Strong and weak scaling side by side, one row per device count, as fixed-width text.
+
+    ``table`` holds equal-length ``devices``, ``strong_s`` and ``weak_s`` (step
+    times in seconds) and ``strong_speedup`` and ``weak_speedup`` (ratios);
+    times are shown in milliseconds.
+    """
+    lines = [f"{'devices':>7}{'strong: step (ms)':>19}{'speedup':>9}{'weak: step (ms)':>17}{'speedup':>9}"]
+    for i, n in enumerate(table["devices"]):
+        lines.append(f"{n:>7}{table['strong_s'][i] * 1e3:>19.2f}{table['strong_speedup'][i]:>9.2f}"
+                     f"{table['weak_s'][i] * 1e3:>17.2f}{table['weak_speedup'][i]:>9.2f}")
+    return "\n".join(lines)
