@@ -40,10 +40,13 @@ def test_the_relaunch_resumes_at_the_checkpointed_epoch(fault_run):
     f = fault_run
     spe = PLAN.steps_per_epoch
     completed_epochs = f.steps_before_failure // spe
-    # BackupAndRestore checkpoints at every epoch end, so the relaunch starts at
-    # the first unfinished epoch: at most one checkpoint interval is redone.
-    assert f.resumed_from_epoch == completed_epochs
-    assert 0 <= f.steps_lost < spe
+    # BackupAndRestore checkpoints at every epoch end, so the relaunch starts at the first
+    # unfinished epoch: at most one checkpoint interval is redone. On a loaded machine the
+    # kill can land while the workers write the checkpoint of an epoch whose last step the
+    # chief already reported; that epoch is then unsaved and redone in full.
+    at_boundary = f.steps_before_failure % spe == 0
+    assert f.resumed_from_epoch in ({completed_epochs, completed_epochs - 1} if at_boundary else {completed_epochs})
+    assert 0 <= f.steps_lost <= (spe if at_boundary else spe - 1)
     assert len(f.resumed.step_times_s) == (PLAN.epochs - f.resumed_from_epoch) * spe
 
 

@@ -67,14 +67,12 @@ RECEIVER = """
 import socket, sys, time
 s = socket.socket(); s.bind(("10.10.0.2", 5000)); s.listen()
 print("Started server with target: grpc://10.10.0.2:5000", flush=True)
-c, _ = s.accept(); got, first, t0 = 0, 0, None
+c, _ = s.accept(); got, t0 = 0, time.monotonic()
 while True:
     d = c.recv(1 << 20)
     if not d: break
-    if t0 is None:
-        t0, first = time.monotonic(), len(d)
     got += len(d)
-print("received", got, first, time.monotonic() - t0, flush=True)
+print("received", got, time.monotonic() - t0, flush=True)
 """
 SENDER = """
 import socket, time
@@ -96,12 +94,14 @@ def test_a_nic_carries_at_most_its_rate_and_every_packet_passes_its_cap(tmp_path
             outcome = launch.wait(timeout_s=60)
         counters = hosts.counters()
     assert outcome.ok, outcome.report()
-    got, first, seconds = outcome.task("receiver").log_text().split("received ")[1].split()
+    got, seconds = outcome.task("receiver").log_text().split("received ")[1].split()
     assert int(got) == 1_500_000
-    # Payload can arrive at most at the frame rate x 1448/1514 (TCP/IPv4/Ethernet headers).
-    # The clock starts when the first read returns, so count the bytes after it, and allow
-    # the classes' bursts (1600 bytes each, parent and child) to have gone out early.
-    assert int(got) - int(first) <= rate_Bps * 1448 / 1514 * float(seconds) + 2 * 1600
+    # Payload can arrive at most at the frame rate x 1448/1514 (TCP/IPv4/Ethernet headers), plus the
+    # classes' bursts (1600 bytes each, parent and child) gone out early. The clock starts before the
+    # first read blocks, so every byte arrives after it however late the scheduler runs the receiver
+    # (a clock started after the first read counted bytes queued meanwhile: it failed once under load);
+    # the connection's set-up inside that window only loosens the bound, by the rate x about a millisecond.
+    assert int(got) <= rate_Bps * 1448 / 1514 * float(seconds) + 2 * 1600
     # Every packet passed a shaped class, and the sender's class carried the payload plus headers.
     assert [c.unshaped_packets for c in counters] == [0, 0]
     assert counters[0].sent_bytes >= 1_500_000 / (1448 / 1514)
