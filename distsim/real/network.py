@@ -14,7 +14,10 @@ it works for any program the launcher starts):
   the task's ``eth0`` for what it sends, and on its switch port for what it
   receives. Full duplex, one rate per NIC, as the simulator's
   :class:`~distsim.scenario.Link` means. The rate counts frames on the wire
-  (Ethernet, IP and TCP headers included), as a NIC's line rate does.
+  (Ethernet, IP and TCP headers included), as a NIC's line rate does. The
+  veths keep segmentation offload, so htb releases a send of up to 64 KiB
+  whole and then waits out its cost: the rate holds on average, and a
+  transfer can finish up to one such send early.
 * **CPU quota**: with ``cpu_quota_cores``, the listed tasks run in a cgroup
   v1 ``cpu`` group whose ``cfs_quota_us / cfs_period_us`` is that many cores:
   a real straggler.
