@@ -13,12 +13,14 @@ processes it starts: importing ``distsim.real`` does not import TensorFlow.
   :func:`run_point` (predict, then run over emulated NICs),
   :func:`wire_bound_s`; :func:`emulation_unavailable` says why emulated
   hosts cannot run here.
-* :func:`calibrate` times micro-benchmarks and writes "this machine" presets.
+* :func:`calibrate` times micro-benchmarks and writes "this machine" presets;
+  :func:`fit_link` fits a link's alpha and B to measured all-reduce times.
 * :func:`configure_tensorflow` is the first cell of a notebook that uses
   TensorFlow in its own kernel (``tf_keras``, logical devices).
 * TF_CONFIG helpers: :func:`build_tf_config`, :func:`validate_tf_config`,
   :func:`localhost_cluster`; launching your own task processes: :class:`Task`,
-  :func:`launch`, :func:`launched_processes`.
+  :func:`launch`, :func:`launched_processes`; a short probe in a fresh
+  interpreter: :func:`run_python`.
 * The training scripts every measured run executes (``notebooks/scripts``):
   :func:`script_path`, :func:`load_script`, :func:`script_command`.
 
@@ -26,7 +28,7 @@ processes it starts: importing ``distsim.real`` does not import TensorFlow.
 one task of a real multi-machine cluster (see ``distsim/real/README.md``).
 """
 
-from distsim.real.calibrate import Calibration, calibrate
+from distsim.real.calibrate import Calibration, LinkFit, calibrate, fit_link
 from distsim.real.env import configure_tensorflow, describe_tensorflow, physical_gpu_count
 from distsim.real.experiment import EmulationUnavailable, run, tpu_status
 from distsim.real.fault import (
@@ -46,7 +48,16 @@ from distsim.real.netlab import (
     wire_bound_s,
 )
 from distsim.real.network import unavailable as emulation_unavailable
-from distsim.real.launcher import LaunchError, LaunchOutcome, Task, launch, launched_processes, python_module_argv
+from distsim.real.launcher import (
+    LaunchError,
+    LaunchOutcome,
+    ProbeFailed,
+    Task,
+    launch,
+    launched_processes,
+    python_module_argv,
+    run_python,
+)
 from distsim.real.plan import RunPlan, plan_from_scenario
 from distsim.real.protocol import NoTPUError
 from distsim.real.scripts import load_script, script_command, script_path
@@ -64,6 +75,8 @@ from distsim.real.tfconfig import (
 __all__ = [
     "BATCH_PER_WORKER",
     "Calibration",
+    "LinkFit",
+    "fit_link",
     "EmulationUnavailable",
     "LabPoint",
     "TCP_PAYLOAD_FRACTION",
@@ -95,6 +108,8 @@ __all__ = [
     "physical_gpu_count",
     "plan_from_scenario",
     "python_module_argv",
+    "ProbeFailed",
+    "run_python",
     "run",
     "run_ps_with_worker_failure",
     "run_with_failure",

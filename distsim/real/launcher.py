@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from distsim.real.protocol import PARENT_PID_ENV
 from distsim.validation import (Boolean, InputError, InstanceOf, Integer, Number, Optional, StringMap, Text,
@@ -439,6 +439,31 @@ def launch(
 def python_module_argv(module: str, *args: str) -> list[str]:
     """``[<this python>, "-m", module, *args]``."""
     return [sys.executable, "-m", module, *args]
+
+
+class ProbeFailed(RuntimeError):
+    """A :func:`run_python` snippet exited with a non-zero status; the message holds its stderr's tail."""
+
+
+def run_python(source: str, *args: str, env: Mapping[str, str] | None = None, timeout_s: float = 300.0) -> str:
+    """Run ``python -c source *args`` in a fresh interpreter and return its stdout, stripped.
+
+    For a short probe that must not run in the caller's process (one that
+    needs its own TensorFlow runtime, or fails in a way that spoils it). The
+    child gets ``distsim`` on its ``PYTHONPATH`` and ``TF_CPP_MIN_LOG_LEVEL=3``
+    (TensorFlow's C++ log lines off) on top of this process's environment,
+    then ``env`` on top of that. It is killed after ``timeout_s`` seconds
+    (``subprocess.TimeoutExpired`` is raised). A non-zero exit status raises
+    :class:`ProbeFailed` with the status and the last 1500 characters of stderr.
+    """
+    _TIMEOUT("timeout_s", timeout_s)
+    child_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}
+    child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [_DISTSIM_ROOT, child_env.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, "-c", source, *args], env=child_env, capture_output=True, text=True,
+                          timeout=timeout_s)
+    if done.returncode != 0:
+        raise ProbeFailed(f"the probe exited with status {done.returncode}; its last words:\n{done.stderr[-1500:]}")
+    return done.stdout.strip()
 
 
 def launched_processes(parent_pid: int | None = None) -> list[int]:

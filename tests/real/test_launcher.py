@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from distsim.real.launcher import Launch, Task, launch
+from distsim.real.launcher import Launch, ProbeFailed, Task, launch, run_python
 from distsim.validation import InputError
 
 from processes import alive, child_pids
@@ -265,3 +265,30 @@ def test_worker_rejects_an_invalid_tf_config_before_starting_tensorflow(tmp_path
     assert proc.returncode == 2
     assert proc.stderr == "error: TF_CONFIG.task.index=3; allowed: 0..0 (job 'worker' has 1 tasks)\n"
     assert "tensorflow" not in proc.stderr.lower()
+
+
+def test_run_python_returns_stdout_and_passes_arguments_and_env(no_stray_children):
+    # 6 * 7 worked by hand; the argument and the extra variable must arrive unchanged.
+    code = "import os, sys; print(6 * 7, sys.argv[1], os.environ['PROBE_VAR'], os.environ['TF_CPP_MIN_LOG_LEVEL'])"
+    assert run_python(code, "arg one", env={"PROBE_VAR": "x"}) == "42 arg one x 3"
+
+
+def test_run_python_puts_distsim_on_the_childs_pythonpath(monkeypatch, no_stray_children):
+    # As in Colab, where the clone is only on the notebook's sys.path (an editable
+    # install here would find distsim anyway, so look at PYTHONPATH itself).
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    code = "import os, pathlib; print(any((pathlib.Path(p) / 'distsim' / '__init__.py').is_file() " \
+           "for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p))"
+    assert run_python(code) == "True"
+
+
+def test_run_python_failure_names_the_status_and_stderr(no_stray_children):
+    with pytest.raises(ProbeFailed, match=r"status 3(.|\n)*went wrong"):
+        run_python("import sys; print('went wrong', file=sys.stderr); sys.exit(3)")
+
+
+def test_run_python_kills_a_probe_that_overruns(no_stray_children):
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_python("import time; time.sleep(60)", timeout_s=1)
+    with pytest.raises(InputError, match="timeout_s=0"):
+        run_python("pass", timeout_s=0)
