@@ -33,7 +33,12 @@ from distsim.real.launcher import launched_processes, python_module_argv
 SNIFFER = """
 import json, socket, struct, sys, time
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.ntohs(0x0003))
-s.bind(("eth0", 0)); s.settimeout(0.2)
+for _ in range(100):  # eth0 joins the namespace after the namespace's first process starts
+    try:
+        s.bind(("eth0", 0)); break
+    except OSError:
+        time.sleep(0.1)
+s.settimeout(0.2)
 rows, end = [], time.monotonic() + float(sys.argv[1])
 while time.monotonic() < end:
     try:
@@ -51,12 +56,15 @@ json.dump(rows, sys.stdout)
 
 
 def _ps_process(netlab_pid: int, timeout_s: float) -> int:
-    """The PID of the PS task the netlab run started (its TF_CONFIG names type ps)."""
+    """The PID of the PS task the netlab run started (its TF_CONFIG names type ps), once it is
+    inside its own network namespace (its wrapper starts in this one)."""
     deadline = time.monotonic() + timeout_s
+    here = os.readlink("/proc/self/ns/net")
     while time.monotonic() < deadline:
         for pid in launched_processes(netlab_pid):
             try:
-                if b'"type":"ps"' in Path(f"/proc/{pid}/cmdline").read_bytes():
+                if (b'"type":"ps"' in Path(f"/proc/{pid}/cmdline").read_bytes()
+                        and os.readlink(f"/proc/{pid}/ns/net") != here):
                     return pid
             except OSError:
                 continue
@@ -75,7 +83,9 @@ def capture(args) -> tuple[list, dict]:
         time.sleep(args.warmup_s)
         sniff = subprocess.run(["nsenter", f"--net=/proc/{ps}/ns/net", sys.executable, "-c",
                                 textwrap.dedent(SNIFFER), str(args.capture_s)],
-                               capture_output=True, text=True, timeout=args.capture_s + 30, check=True)
+                               capture_output=True, text=True, timeout=args.capture_s + 30)
+        if sniff.returncode:
+            raise SystemExit(f"the capture failed: {sniff.stderr.strip().splitlines()[-1:]}")
         out, _ = netlab.communicate(timeout=args.timeout)
         return json.loads(sniff.stdout), json.loads(out)
     finally:
