@@ -111,3 +111,16 @@ def test_experiments_are_plans_or_scenarios(tmp_path):
         with raises_input(path, value, allowed):
             launch_plan(MWM, tmp_path / "run", progress=False, **kwargs)
     assert not (tmp_path / "run").exists()  # refused before any folder or process
+
+
+@pytest.mark.parametrize("kwargs, path, value, allowed", [
+    (dict(num_cpus=0), "num_cpus", "0", "an integer >= 1"),
+    (dict(num_cpus=2.0), "num_cpus", "2.0", "an integer >= 1"),
+    (dict(num_gpus=True), "num_gpus", "True", "an integer >= 0"),
+    (dict(num_gpus=-1), "num_gpus", "-1", "an integer >= 0"),
+])
+def test_a_worker_checks_its_device_counts_before_tensorflow_starts(kwargs, path, value, allowed):
+    from distsim.real.env import configure_tensorflow  # the worker side; it imports TensorFlow only when counts pass
+
+    with raises_input(path, value, allowed):
+        configure_tensorflow(**kwargs)

@@ -25,6 +25,7 @@ import tensorflow as tf  # noqa: E402  (must follow prepare_environment)
 from distsim.real.plan import RunPlan  # noqa: E402
 from distsim.real.scripts import script_command  # noqa: E402
 from distsim.real.tfconfig import is_local_host  # noqa: E402
+from distsim.validation import InputError  # noqa: E402
 
 #: ``on_progress(done_steps, total_steps, loss)`` receives progress.
 Progress = Callable[[int, int, float], None]
@@ -50,7 +51,7 @@ def resolve_device(plan: RunPlan) -> str:
         return "cpu"
     has_gpu = bool(tf.config.list_physical_devices("GPU"))
     if plan.device == "gpu" and not has_gpu:
-        raise ValueError("RunPlan.device='gpu' but TensorFlow sees no GPU here; allowed: 'cpu' or 'auto'")
+        raise InputError("RunPlan.device", "gpu", "'cpu' or 'auto' (TensorFlow sees no GPU here)")
     return "gpu" if has_gpu else "cpu"
 
 
@@ -59,10 +60,8 @@ def configure_for_plan(plan: RunPlan, tf_config: dict | None = None) -> str:
     device = resolve_device(plan)
     local = plan.replicas_per_worker if plan.strategy in ("mirrored", "central_storage") else 1
     if plan.strategy == "multi_worker_mirrored" and device == "cpu" and plan.replicas_per_worker != 1:
-        raise ValueError(
-            f"RunPlan.replicas_per_worker={plan.replicas_per_worker} with multi_worker_mirrored on CPU; "
-            "allowed: 1 (MultiWorkerMirroredStrategy uses one CPU device per worker)"
-        )
+        raise InputError("RunPlan.replicas_per_worker", plan.replicas_per_worker,
+                         "1 with multi_worker_mirrored on CPU (it uses one CPU device per worker)")
     if device == "cpu" and plan.strategy != "tpu":  # the scripts take every GPU they see: show them none
         tf.config.set_visible_devices([], "GPU")
     if plan.strategy == "multi_worker_mirrored" and device == "gpu":
@@ -88,10 +87,9 @@ def _pick_worker_gpus(plan: RunPlan, tf_config: dict | None) -> None:
     index = tf_config["task"]["index"]
     need = plan.num_workers * plan.replicas_per_worker
     if len(gpus) < need:
-        raise ValueError(
-            f"{plan.num_workers} localhost workers x {plan.replicas_per_worker} GPUs need {need} GPUs; "
-            f"this machine has {len(gpus)}; allowed: device='cpu' or fewer workers"
-        )
+        raise InputError("RunPlan.num_workers", plan.num_workers,
+                         f"device='cpu', or at most {len(gpus)} GPUs in all: these localhost workers x "
+                         f"{plan.replicas_per_worker} GPUs need {need}")
     k = plan.replicas_per_worker
     tf.config.set_visible_devices(gpus[index * k : (index + 1) * k], "GPU")
 

@@ -26,6 +26,8 @@ import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from distsim.validation import InputError, Integer
+
 #: GPU memory each logical GPU gets when one physical GPU is split, in MiB.
 LOGICAL_GPU_MEMORY_MIB = 1024
 
@@ -147,19 +149,17 @@ def configure_tensorflow(
         A :class:`TFEnvironment` describing the devices, or ``None``.
 
     Raises:
-        ValueError: a count out of range.
+        InputError: a count out of range, or GPUs asked of a machine without one.
         RuntimeError: TensorFlow already started with a different setup.
     """
-    for name, value, low in (("num_cpus", num_cpus, 1), ("num_gpus", num_gpus, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name}={value!r}; allowed: an integer >= {low}")
+    num_cpus, num_gpus = Integer(1)("num_cpus", num_cpus), Integer(0)("num_gpus", num_gpus)
     prepare_environment(legacy_keras=legacy_keras)
     import tensorflow as tf
 
     _set_logical(tf, tf.config.list_physical_devices("CPU")[0], num_cpus, "CPU", None)
     gpus = tf.config.list_physical_devices("GPU")
     if num_gpus and not gpus:
-        raise ValueError(f"num_gpus={num_gpus} but this machine has no GPU; allowed: 0")
+        raise InputError("num_gpus", num_gpus, "0 (this machine has no GPU)")
     if num_gpus > len(gpus):
         _set_logical(tf, gpus[0], num_gpus, "GPU", LOGICAL_GPU_MEMORY_MIB)
     if deterministic:

@@ -40,6 +40,7 @@ from distsim.real.plan import RunPlan  # noqa: E402
 from distsim.real.tfconfig import task_name, validate_tf_config  # noqa: E402
 from distsim.results.result import Curve, Result, Summary  # noqa: E402
 from distsim.results.trace import Event, Trace  # noqa: E402
+from distsim.validation import InputError  # noqa: E402
 
 # ---- per-step measurement ---------------------------------------------------------------------------
 class StepTimer(tf.keras.callbacks.Callback):
@@ -164,7 +165,7 @@ def run_plan(
         tf_config = validate_tf_config(tf_config)
         os.environ["TF_CONFIG"] = json.dumps(tf_config)
     elif plan.multi_process:
-        raise ValueError(f"RunPlan.strategy={plan.strategy!r} with these settings needs a TF_CONFIG for each task")
+        raise InputError("RunPlan.strategy", plan.strategy, "a TF_CONFIG for each task with these settings")
     device = configure_for_plan(plan, tf_config)
     task = task_name(tf_config) if tf_config else "worker0"
     if plan.strategy == "parameter_server":

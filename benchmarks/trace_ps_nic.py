@@ -1,0 +1,137 @@
+"""Who uses the parameter server's NIC, and when: a packet trace of one network-lab point.
+
+The simulator prices a PS's NIC in one of two ways (:mod:`distsim.engines.prediction`):
+transfers served in turn (FIFO lanes), or streamed transfers sharing each direction
+fairly (mean-value analysis). This runs one lab point for real
+(``python -m distsim.real netlab``), captures the TCP segments on the PS's ``eth0``
+from inside its network namespace, and says how often two workers' transfers
+overlapped in one direction::
+
+    flock /work/cpu.lock .venv/bin/python benchmarks/trace_ps_nic.py --rate-mbit 1000 --steps 200
+
+Each bin (``--bin-ms``; at least four 64 KiB sends at the rate, so sends interleaved
+by htb show as overlap) counts a worker as active in a direction when it moved at
+least a fifth of what the NIC can carry in the bin. Needs root, as the lab does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from distsim.real.launcher import launched_processes, python_module_argv
+
+#: Runs inside the PS's namespace: one line per TCP segment, ``[t_s, outgoing, peer, payload_bytes]``.
+SNIFFER = """
+import json, socket, struct, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.ntohs(0x0003))
+for _ in range(100):  # eth0 joins the namespace after the namespace's first process starts
+    try:
+        s.bind(("eth0", 0)); break
+    except OSError:
+        time.sleep(0.1)
+s.settimeout(0.2)
+rows, end = [], time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    try:
+        data, addr = s.recvfrom(128)
+    except socket.timeout:
+        continue
+    if len(data) < 54 or data[12:14] != b"\\x08\\x00" or data[23] != 6:
+        continue
+    ihl, total = (data[14] & 15) * 4, struct.unpack("!H", data[16:18])[0]
+    out = addr[2] == socket.PACKET_OUTGOING
+    peer = socket.inet_ntoa(data[30:34] if out else data[26:30])
+    rows.append([time.monotonic(), out, peer, total - ihl - (data[14 + ihl + 12] >> 4) * 4])
+json.dump(rows, sys.stdout)
+"""
+
+
+def _ps_process(netlab_pid: int, timeout_s: float) -> int:
+    """The PID of the PS task the netlab run started (its TF_CONFIG names type ps), once it is
+    inside its own network namespace (its wrapper starts in this one)."""
+    deadline = time.monotonic() + timeout_s
+    here = os.readlink("/proc/self/ns/net")
+    while time.monotonic() < deadline:
+        for pid in launched_processes(netlab_pid):
+            try:
+                if (b'"type":"ps"' in Path(f"/proc/{pid}/cmdline").read_bytes()
+                        and os.readlink(f"/proc/{pid}/ns/net") != here):
+                    return pid
+            except OSError:
+                continue
+        time.sleep(0.1)
+    raise SystemExit(f"no PS task appeared within {timeout_s:g} s")
+
+
+def capture(args) -> tuple[list, dict]:
+    """Run the lab point and capture ``--capture-s`` seconds of the PS's NIC after ``--warmup-s``."""
+    argv = python_module_argv("distsim.real", "netlab", "--strategy", "parameter_server", "--workers",
+                              str(args.workers), "--rate-mbit", str(args.rate_mbit), "--workload", args.workload,
+                              "--steps", str(args.steps), "--json")
+    netlab = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        ps = _ps_process(netlab.pid, timeout_s=120)
+        time.sleep(args.warmup_s)
+        sniff = subprocess.run(["nsenter", f"--net=/proc/{ps}/ns/net", sys.executable, "-c",
+                                textwrap.dedent(SNIFFER), str(args.capture_s)],
+                               capture_output=True, text=True, timeout=args.capture_s + 30)
+        if sniff.returncode:
+            raise SystemExit(f"the capture failed: {sniff.stderr.strip().splitlines()[-1:]}")
+        out, _ = netlab.communicate(timeout=args.timeout)
+        return json.loads(sniff.stdout), json.loads(out)
+    finally:
+        if netlab.poll() is None:
+            os.killpg(netlab.pid, signal.SIGINT)  # the launcher stops its tasks and namespaces on SIGINT
+            netlab.wait(timeout=60)
+
+
+def overlap(rows: list, rate_Bps: float, bin_s: float) -> dict:
+    """Per direction: bins in which some worker was active, and in how many two or more were."""
+    active_bytes = 0.2 * rate_Bps * bin_s
+    bins: dict[tuple[int, bool], collections.Counter] = collections.defaultdict(collections.Counter)
+    t0 = rows[0][0]
+    for t, out, peer, n in rows:
+        bins[int((t - t0) / bin_s), out][peer] += n
+    result = {}
+    for out, name in ((True, "PS to workers (pulls)"), (False, "workers to PS (pushes)")):
+        counts = [sum(n >= active_bytes for n in c.values()) for (_, o), c in bins.items() if o == out]
+        busy = sum(k >= 1 for k in counts)
+        result[name] = {"busy_bins": busy, "shared_bins": sum(k >= 2 for k in counts),
+                        "shared_fraction": sum(k >= 2 for k in counts) / busy if busy else float("nan")}
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rate-mbit", type=float, required=True)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workload", default="mnist_mlp_wide")
+    ap.add_argument("--steps", type=int, default=100, help="updates per worker (long enough to outlast the capture)")
+    ap.add_argument("--warmup-s", type=float, default=8.0, help="seconds from the PS's start to the capture")
+    ap.add_argument("--capture-s", type=float, default=3.0)
+    ap.add_argument("--bin-ms", type=float, default=5.0)
+    ap.add_argument("--timeout", type=float, default=900.0)
+    args = ap.parse_args()
+    rate_Bps = args.rate_mbit * 1e6 / 8
+    bin_s = max(args.bin_ms / 1e3, 4 * 65536 / rate_Bps)
+    rows, lab = capture(args)
+    print(f"{lab['scenario']}: measured step {lab['measured_step_s'] * 1e3:.1f} ms, "
+          f"predicted {lab['predicted_step_s'] * 1e3:.1f} ms; {len(rows)} segments in {args.capture_s:g} s, "
+          f"bins of {bin_s * 1e3:.1f} ms")
+    for name, r in overlap(rows, rate_Bps, bin_s).items():
+        print(f"  {name:<24} busy bins {r['busy_bins']:>5}, two or more workers in {r['shared_bins']:>5} "
+              f"({r['shared_fraction']:.0%})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
