@@ -12,18 +12,27 @@ overlapped in one direction::
 Each bin (``--bin-ms``; at least four 64 KiB sends at the rate, so sends interleaved
 by htb show as overlap) counts a worker as active in a direction when it moved at
 least a fifth of what the NIC can carry in the bin. Needs root, as the lab does.
+
+``--nudge-ms`` stops the last worker (SIGSTOP, then SIGCONT) for that long,
+``--nudge-at-s`` into the capture, and ``--window-s`` reports each window of the
+capture: whether the workers' phase returns after the nudge (an attractor) or stays
+where the nudge put it::
+
+    ... trace_ps_nic.py --rate-mbit 1000 --steps 300 --capture-s 10 --window-s 1 --nudge-ms 45
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -55,31 +64,55 @@ json.dump(rows, sys.stdout)
 """
 
 
-def _ps_process(netlab_pid: int, timeout_s: float) -> int:
-    """The PID of the PS task the netlab run started (its TF_CONFIG names type ps), once it is
-    inside its own network namespace (its wrapper starts in this one)."""
+def _task_process(netlab_pid: int, task: bytes, timeout_s: float) -> int:
+    """The PID of the task the netlab run started whose TF_CONFIG names ``task`` (e.g.
+    ``b'"task":{"type":"ps","index":0}'``), once it is inside its own network namespace
+    (its wrapper starts in this one)."""
     deadline = time.monotonic() + timeout_s
     here = os.readlink("/proc/self/ns/net")
     while time.monotonic() < deadline:
         for pid in launched_processes(netlab_pid):
             try:
-                if (b'"type":"ps"' in Path(f"/proc/{pid}/cmdline").read_bytes()
-                        and os.readlink(f"/proc/{pid}/ns/net") != here):
+                if task in Path(f"/proc/{pid}/cmdline").read_bytes() and os.readlink(f"/proc/{pid}/ns/net") != here:
                     return pid
             except OSError:
                 continue
         time.sleep(0.1)
-    raise SystemExit(f"no PS task appeared within {timeout_s:g} s")
+    raise SystemExit(f"no task {task.decode()} appeared within {timeout_s:g} s")
+
+
+def _nudge(pid: int, at_s: float, for_s: float) -> threading.Thread:
+    """Stop ``pid`` (SIGSTOP) ``at_s`` seconds from now for ``for_s`` seconds: it falls that far behind the
+    other workers, which shows whether their phase returns (an attractor) or stays moved."""
+    def run() -> None:
+        time.sleep(at_s)
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(for_s)
+        except ProcessLookupError:
+            return
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
 
 
 def capture(args) -> tuple[list, dict]:
-    """Run the lab point and capture ``--capture-s`` seconds of the PS's NIC after ``--warmup-s``."""
+    """Run the lab point and capture ``--capture-s`` seconds of the PS's NIC after ``--warmup-s``,
+    stopping the last worker for ``--nudge-ms`` at ``--nudge-at-s`` into the capture."""
     argv = python_module_argv("distsim.real", "netlab", "--strategy", "parameter_server", "--workers",
                               str(args.workers), "--rate-mbit", str(args.rate_mbit), "--workload", args.workload,
                               "--steps", str(args.steps), "--json")
     netlab = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    nudge = None
     try:
-        ps = _ps_process(netlab.pid, timeout_s=120)
+        ps = _task_process(netlab.pid, b'"task":{"type":"ps","index":0}', timeout_s=120)
+        if args.nudge_ms:
+            last = f'"task":{{"type":"worker","index":{args.workers - 1}}}'.encode()
+            nudge = _nudge(_task_process(netlab.pid, last, timeout_s=120), args.warmup_s + args.nudge_at_s,
+                           args.nudge_ms / 1e3)
         time.sleep(args.warmup_s)
         sniff = subprocess.run(["nsenter", f"--net=/proc/{ps}/ns/net", sys.executable, "-c",
                                 textwrap.dedent(SNIFFER), str(args.capture_s)],
@@ -89,6 +122,8 @@ def capture(args) -> tuple[list, dict]:
         out, _ = netlab.communicate(timeout=args.timeout)
         return json.loads(sniff.stdout), json.loads(out)
     finally:
+        if nudge is not None:
+            nudge.join()  # never leave a worker stopped
         if netlab.poll() is None:
             os.killpg(netlab.pid, signal.SIGINT)  # the launcher stops its tasks and namespaces on SIGINT
             netlab.wait(timeout=60)
@@ -119,6 +154,9 @@ def main() -> int:
     ap.add_argument("--warmup-s", type=float, default=8.0, help="seconds from the PS's start to the capture")
     ap.add_argument("--capture-s", type=float, default=3.0)
     ap.add_argument("--bin-ms", type=float, default=5.0)
+    ap.add_argument("--window-s", type=float, default=None, help="report each window of this many seconds too")
+    ap.add_argument("--nudge-ms", type=float, default=0.0, help="stop the last worker this long (SIGSTOP) ...")
+    ap.add_argument("--nudge-at-s", type=float, default=3.0, help="... this many seconds into the capture")
     ap.add_argument("--timeout", type=float, default=900.0)
     args = ap.parse_args()
     rate_Bps = args.rate_mbit * 1e6 / 8
@@ -126,10 +164,16 @@ def main() -> int:
     rows, lab = capture(args)
     print(f"{lab['scenario']}: measured step {lab['measured_step_s'] * 1e3:.1f} ms, "
           f"predicted {lab['predicted_step_s'] * 1e3:.1f} ms; {len(rows)} segments in {args.capture_s:g} s, "
-          f"bins of {bin_s * 1e3:.1f} ms")
-    for name, r in overlap(rows, rate_Bps, bin_s).items():
-        print(f"  {name:<24} busy bins {r['busy_bins']:>5}, two or more workers in {r['shared_bins']:>5} "
-              f"({r['shared_fraction']:.0%})")
+          f"bins of {bin_s * 1e3:.1f} ms" + (f"; last worker stopped {args.nudge_ms:g} ms at {args.nudge_at_s:g} s"
+                                              if args.nudge_ms else ""))
+    windows = [(0.0, args.capture_s)]
+    if args.window_s:
+        windows += [(lo * args.window_s, (lo + 1) * args.window_s) for lo in range(int(args.capture_s // args.window_s))]
+    for lo, hi in windows:
+        part = [r for r in rows if lo <= r[0] - rows[0][0] < hi]
+        print(f"{lo:5.1f}-{hi:5.1f} s: " + "; ".join(
+            f"{name} shared in {r['shared_bins']} of {r['busy_bins']} busy bins ({r['shared_fraction']:.0%})"
+            for name, r in overlap(part, rate_Bps, bin_s).items()))
     return 0
 
 
