@@ -86,13 +86,11 @@ def _nudge(pid: int, at_s: float, for_s: float) -> threading.Thread:
     other workers, which shows whether their phase returns (an attractor) or stays moved."""
     def run() -> None:
         time.sleep(at_s)
-        try:
+        with contextlib.suppress(ProcessLookupError):  # the run may have ended
             os.kill(pid, signal.SIGSTOP)
-            time.sleep(for_s)
-        except ProcessLookupError:
-            return
-        finally:
-            with contextlib.suppress(ProcessLookupError):
+            try:
+                time.sleep(for_s)
+            finally:
                 os.kill(pid, signal.SIGCONT)
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
@@ -159,6 +157,12 @@ def main() -> int:
     ap.add_argument("--nudge-at-s", type=float, default=3.0, help="... this many seconds into the capture")
     ap.add_argument("--timeout", type=float, default=900.0)
     args = ap.parse_args()
+    for name in ("rate_mbit", "capture_s"):
+        if getattr(args, name) <= 0:
+            ap.error(f"--{name.replace('_', '-')}={getattr(args, name)}; allowed: > 0")
+    for name in ("warmup_s", "nudge_ms", "nudge_at_s", "window_s"):
+        if (getattr(args, name) or 0) < 0:
+            ap.error(f"--{name.replace('_', '-')}={getattr(args, name)}; allowed: >= 0")
     rate_Bps = args.rate_mbit * 1e6 / 8
     bin_s = max(args.bin_ms / 1e3, 4 * 65536 / rate_Bps)
     rows, lab = capture(args)

@@ -7,6 +7,7 @@ import pytest
 from input_errors import raises_input
 
 from distsim.real.calibrate import calibrate, calibration_plan, fit
+from distsim.real.env import configure_tensorflow
 from distsim.real.experiment import as_plan, launch_plan
 from distsim.real.fault import load_final_weights, run_ps_with_worker_failure, run_with_failure
 from distsim.real.plan import RunPlan
@@ -120,7 +121,5 @@ def test_experiments_are_plans_or_scenarios(tmp_path):
     (dict(num_gpus=-1), "num_gpus", "-1", "an integer >= 0"),
 ])
 def test_a_worker_checks_its_device_counts_before_tensorflow_starts(kwargs, path, value, allowed):
-    from distsim.real.env import configure_tensorflow  # the worker side; it imports TensorFlow only when counts pass
-
     with raises_input(path, value, allowed):
         configure_tensorflow(**kwargs)

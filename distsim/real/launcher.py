@@ -278,10 +278,8 @@ class Launch(TornDown):
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._t0 = time.monotonic()
         for task in self.tasks:
-            env = {**os.environ, **task.env, PARENT_PID_ENV: str(os.getpid()), "PYTHONUNBUFFERED": "1"}
-            # Children run `python -m distsim.real`: make distsim importable there
-            # even where it is not installed (a Colab clone put on sys.path).
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [_DISTSIM_ROOT, env.get("PYTHONPATH")]))
+            env = _with_distsim_path({**os.environ, **task.env, PARENT_PID_ENV: str(os.getpid()),
+                                      "PYTHONUNBUFFERED": "1"})
             if task.ready_pattern == SERVER_STARTED:
                 # TensorFlow logs the server start at INFO level; a quieter
                 # TF_CPP_MIN_LOG_LEVEL inherited from a notebook would hide it
@@ -436,6 +434,12 @@ def launch(
         return run.wait(timeout_s=timeout_s, ready_timeout_s=ready_timeout_s, fail_fast=fail_fast)
 
 
+def _with_distsim_path(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with the folder holding ``distsim`` first on ``PYTHONPATH``: a child
+    can import distsim even where it is not installed (a Colab clone put on sys.path)."""
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [_DISTSIM_ROOT, env.get("PYTHONPATH")]))}
+
+
 def python_module_argv(module: str, *args: str) -> list[str]:
     """``[<this python>, "-m", module, *args]``."""
     return [sys.executable, "-m", module, *args]
@@ -457,8 +461,7 @@ def run_python(source: str, *args: str, env: Mapping[str, str] | None = None, ti
     :class:`ProbeFailed` with the status and the last 1500 characters of stderr.
     """
     _TIMEOUT("timeout_s", timeout_s)
-    child_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}
-    child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [_DISTSIM_ROOT, child_env.get("PYTHONPATH")]))
+    child_env = _with_distsim_path({**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})})
     done = subprocess.run([sys.executable, "-c", source, *args], env=child_env, capture_output=True, text=True,
                           timeout=timeout_s)
     if done.returncode != 0:
