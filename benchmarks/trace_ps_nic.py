@@ -128,7 +128,8 @@ def capture(args) -> tuple[list, dict]:
 
 
 def overlap(rows: list, rate_Bps: float, bin_s: float) -> dict:
-    """Per direction: bins in which some worker was active, and in how many two or more were."""
+    """Per direction: bins in which some worker was active, and in how many two or more were.
+    Per worker: the share of the bins in which it moved nothing in either direction, its slack."""
     active_bytes = 0.2 * rate_Bps * bin_s
     bins: dict[tuple[int, bool], collections.Counter] = collections.defaultdict(collections.Counter)
     t0 = rows[0][0]
@@ -140,6 +141,10 @@ def overlap(rows: list, rate_Bps: float, bin_s: float) -> dict:
         busy = sum(k >= 1 for k in counts)
         result[name] = {"busy_bins": busy, "shared_bins": sum(k >= 2 for k in counts),
                         "shared_fraction": sum(k >= 2 for k in counts) / busy if busy else float("nan")}
+    n_bins = int((rows[-1][0] - t0) / bin_s) + 1
+    workers = sorted({peer for c in bins.values() for peer, n in c.items() if n >= active_bytes})
+    result["idle share per worker"] = {
+        peer: 1 - len({b for (b, _), c in bins.items() if c[peer] >= active_bytes}) / n_bins for peer in workers}
     return result
 
 
@@ -156,6 +161,7 @@ def main() -> int:
     ap.add_argument("--nudge-ms", type=float, default=0.0, help="stop the last worker this long (SIGSTOP) ...")
     ap.add_argument("--nudge-at-s", type=float, default=3.0, help="... this many seconds into the capture")
     ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--rows", type=Path, default=None, help="also write the segments here (JSON) for a closer look")
     args = ap.parse_args()
     for name in ("rate_mbit", "capture_s"):
         if getattr(args, name) <= 0:
@@ -166,6 +172,8 @@ def main() -> int:
     rate_Bps = args.rate_mbit * 1e6 / 8
     bin_s = max(args.bin_ms / 1e3, 4 * 65536 / rate_Bps)
     rows, lab = capture(args)
+    if args.rows:
+        args.rows.write_text(json.dumps({"lab": lab, "rate_Bps": rate_Bps, "rows": rows}))
     print(f"{lab['scenario']}: measured step {lab['measured_step_s'] * 1e3:.1f} ms, "
           f"predicted {lab['predicted_step_s'] * 1e3:.1f} ms; {len(rows)} segments in {args.capture_s:g} s, "
           f"bins of {bin_s * 1e3:.1f} ms" + (f"; last worker stopped {args.nudge_ms:g} ms at {args.nudge_at_s:g} s"
@@ -175,9 +183,11 @@ def main() -> int:
         windows += [(lo * args.window_s, (lo + 1) * args.window_s) for lo in range(int(args.capture_s // args.window_s))]
     for lo, hi in windows:
         part = [r for r in rows if lo <= r[0] - rows[0][0] < hi]
+        report = overlap(part, rate_Bps, bin_s)
+        idle = report.pop("idle share per worker")
         print(f"{lo:5.1f}-{hi:5.1f} s: " + "; ".join(
             f"{name} shared in {r['shared_bins']} of {r['busy_bins']} busy bins ({r['shared_fraction']:.0%})"
-            for name, r in overlap(part, rate_Bps, bin_s).items()))
+            for name, r in report.items()) + "; idle " + ", ".join(f"{p} {f:.0%}" for p, f in idle.items()))
     return 0
 
 
