@@ -283,6 +283,12 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
     batches = list(first["batches"])
     steps = np.median([r["step_time_s"] for r in local_rounds], axis=0)
     slope, intercept = np.polyfit(np.asarray(batches, float), steps, 1)
+    if not slope > 0:
+        # Noise larger than the compute the batches add; every fitted cost below would inherit it.
+        raise InputError("local_rounds.step_time_s", [round(float(t), 6) for t in steps],
+                         f"step times that grow with the batch (over batches {batches} the fitted slope is "
+                         f"{float(slope):.3g} s/example); the machine was too busy or the batches too close: "
+                         "calibrate again on a quieter machine, or with more repeats (--repeats)")
     memory_Bps = float(np.median([r["memory_Bps"] for r in local_rounds]))
     values, _ = load_preset("workload", workload)
     grad_bytes = values["num_params"] * values["bytes_per_param"]

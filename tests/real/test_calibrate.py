@@ -3,6 +3,8 @@ writes presets a Scenario can use."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -20,6 +22,7 @@ from distsim.real.calibrate import (
     workload_preset_name,
 )
 from distsim.scenario import PRESET_DIR_ENV, load_preset, make_scenario
+from distsim.validation import InputError
 
 pytestmark = pytest.mark.tf
 
@@ -82,8 +85,18 @@ def test_fit_recovers_overhead_dispatch_slope_and_request_from_synthetic_rounds(
     assert cal.ps_request_s == pytest.approx(request, rel=1e-6)
 
 
+def test_fit_refuses_step_times_that_do_not_grow_with_the_batch():
+    # A real run once measured batch 128 faster than batch 16 (noise above the ~0.6 ms of compute between them);
+    # the slope's efficiency came out negative, and only the preset's validation stopped it, deep inside.
+    local = {"batches": [16, 128], "step_time_s": [2.0e-3, 1.9e-3]}
+    expected = "local_rounds.step_time_s=[0.002, 0.0019]; allowed: step times that grow with the batch"
+    with pytest.raises(InputError, match="^" + re.escape(expected)):
+        fit([local], [{"workers": 2}], [1e-2], workload="mnist_mlp", physical_cores=2)
+
+
 def test_a_real_calibration_writes_presets_that_scenarios_use(tmp_path, monkeypatch):
-    cal = calibrate(workload="mnist_mlp", repeats=1, workers=(2,), batches=(16, 128), devices=(2,),
+    # Batches 16 and 512: about 2.5 ms of compute apart on this CPU, well above a short run's noise.
+    cal = calibrate(workload="mnist_mlp", repeats=1, workers=(2,), batches=(16, 512), devices=(2,),
                     sizes_bytes=(4096, 2**20), steps=20, preset_dir=tmp_path, out=tmp_path / "calibration.json",
                     timeout_s=300)
     # Physical sanity of what was measured (not its speed: the machine is shared).
