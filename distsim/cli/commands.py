@@ -100,6 +100,8 @@ def _summary_rows(result) -> list[tuple[str, str]]:
     ]
     if s.mean_staleness is not None:
         rows.append(("mean staleness", f"{s.mean_staleness:.2f} updates"))
+    if result.meta.get("caveat"):
+        rows.append(("caveat", result.meta["caveat"]))
     return rows
 
 

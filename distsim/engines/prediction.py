@@ -201,6 +201,21 @@ def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]
     return _update_log(scenario, costs), costs
 
 
+#: Said with a fair-sharing prediction for two workers (``Result.meta["caveat"]``): measured in the network lab,
+#: ``data/measurements/bench_network_2026-11-23.json`` (parameter_server/2/mnist_mlp_wide cells) and its README.
+TWO_WORKER_PHASE_CAVEAT = (
+    "two workers whose transfers stream through one parameter server's NIC can fall into step or into turns "
+    "instead of mixing at random, as this prediction assumes; in the network lab they ran from 16 % slower to "
+    "30 % faster than predicted, depending on the rate and TCP's congestion control (data/measurements/README.md)")
+
+
+def phase_caveat(scenario: Scenario, costs: AsyncCosts) -> str:
+    """:data:`TWO_WORKER_PHASE_CAVEAT` where it applies (the fair-sharing rate, two workers), else ``""``.
+    Three and four workers, whose phases have more room to mix, measured within 13 % of it."""
+    fair = costs.duplex and streamed(scenario)
+    return TWO_WORKER_PHASE_CAVEAT if fair and scenario.num_replicas == 2 else ""
+
+
 def _update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
     """The event engine's log; with a full-duplex PS (``ps_cluster="processes"``
     over a ``full_duplex`` link)
@@ -288,7 +303,7 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
         trace=_async_trace(log, float(costs.push_s), float(costs.pull_s)),
         staleness=log.to_staleness(),
         scenario=scenario,
-        meta=_meta(scenario, plan_),
+        meta={**_meta(scenario, plan_), **({"caveat": caveat} if (caveat := phase_caveat(scenario, costs)) else {})},
     )
 
 

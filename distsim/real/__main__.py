@@ -205,6 +205,8 @@ def cmd_netlab(args: argparse.Namespace) -> int:
     else:
         print(f"{scenario.name}: predicted {out['predicted_step_s'] * 1e3:.1f} ms/step, measured "
               f"{out['measured_step_s'] * 1e3:.1f} ms/step ({out['error']:+.0%}); {out['network']}")
+        if out["caveat"]:
+            print(f"caveat: {out['caveat']}")
     return 0
 
 

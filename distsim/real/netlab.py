@@ -213,6 +213,7 @@ class LabPoint:
             "bytes_on_the_wire_s": wire_bound_s(self.scenario),
             "network": self.network,
             "fallback": self.fallback,
+            "caveat": self.predicted.meta.get("caveat", ""),
             **self.extra,
         }
 
