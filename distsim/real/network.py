@@ -73,6 +73,9 @@ CGROUP_PREFIX = "distsim-"
 #: Seconds a holder gets to report that its namespace exists.
 HOLDER_READY_S = 10.0
 
+#: TCP's congestion control of the reading process's network namespace.
+CONGESTION_CONTROL = "/proc/sys/net/ipv4/tcp_congestion_control"
+
 #: Tools the namespaces need (util-linux and iproute2).
 TOOLS: tuple[str, ...] = ("unshare", "nsenter", "ip", "tc")
 
@@ -127,6 +130,16 @@ def unavailable(*, namespaces: bool = True, cpu_quota: bool = False) -> str | No
         if not os.access(CPU_CGROUP_ROOT, os.W_OK) or not caps >> _CAP_SYS_ADMIN & 1:
             return f"a CPU quota needs write access to {CPU_CGROUP_ROOT} (run as root)"
     return None
+
+
+def machine_congestion_control() -> str:
+    """TCP's congestion control here, which new network namespaces inherit (``"unknown"`` if unreadable).
+    It decides how transfers that meet share a NIC: in the lab, two PS workers take turns under BBR and
+    share under CUBIC (``data/measurements/README.md``), so a result names it."""
+    try:
+        return Path(CONGESTION_CONTROL).read_text().strip()
+    except OSError:
+        return "unknown"
 
 
 def wire_rate_arg(rate_Bps: float) -> str:
@@ -274,7 +287,8 @@ class Hosts(TornDown):
         parts = []
         if self.namespaces:
             rate = "no rate limit" if self.rate_Bps is None else f"htb {self.rate_Bps * 8 / 1e6:g} Mbit/s per NIC per direction"
-            parts.append(f"{self.num_hosts} network namespaces ({SUBNET}.0/24) through one bridge, {rate}")
+            parts.append(f"{self.num_hosts} network namespaces ({SUBNET}.0/24) through one bridge, {rate}, "
+                         f"TCP congestion control {machine_congestion_control()} (the machine's, inherited)")
         else:
             parts.append(f"{self.num_hosts} tasks on localhost")
         for host, cores in sorted(self.cpu_quota_cores.items()):

@@ -95,6 +95,10 @@ def test_a_nic_carries_at_most_its_rate_and_every_packet_passes_its_cap(tmp_path
         with Launch(tasks, tmp_path) as launch:
             outcome = launch.wait(timeout_s=60)
         counters = hosts.counters()
+        # A host's namespace runs the machine's TCP congestion control, as results say (Hosts.describe).
+        inside = subprocess.run(hosts.wrap(0, ["cat", "/proc/sys/net/ipv4/tcp_congestion_control"]),
+                                capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    assert inside == Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
     assert outcome.ok, outcome.report()
     got, seconds = outcome.task("receiver").log_text().split("received ")[1].split()
     assert int(got) == 1_500_000
@@ -221,6 +225,8 @@ def test_a_shaped_two_worker_ring_is_slower_than_its_bytes_and_near_its_predicti
     measured = run(shaped, network="shaped", progress=False, timeout_s=300)
     beside = run(unshaped, network="namespaces", progress=False, timeout_s=300)
     assert "htb 20 Mbit/s per NIC" in measured.meta["network"]
+    machine = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    assert f"TCP congestion control {machine} (the machine's, inherited)" in measured.meta["network"]
     step = measured.summary.step_time_s
     # Physics: every worker sends its whole 407 KB gradient (1448 of each 1514 bytes on the
     # wire are payload) through a 20 Mbit/s NIC each step: 170 ms. Nothing can be faster.
