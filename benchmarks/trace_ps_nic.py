@@ -102,7 +102,8 @@ def capture(args) -> tuple[list, dict]:
     stopping the last worker for ``--nudge-ms`` at ``--nudge-at-s`` into the capture."""
     argv = python_module_argv("distsim.real", "netlab", "--strategy", "parameter_server", "--workers",
                               str(args.workers), "--rate-mbit", str(args.rate_mbit), "--workload", args.workload,
-                              "--steps", str(args.steps), "--json")
+                              "--steps", str(args.steps), "--json",
+                              *(["--congestion-control", args.congestion_control] if args.congestion_control else []))
     netlab = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
     nudge = None
     try:
@@ -161,6 +162,8 @@ def main() -> int:
     ap.add_argument("--nudge-ms", type=float, default=0.0, help="stop the last worker this long (SIGSTOP) ...")
     ap.add_argument("--nudge-at-s", type=float, default=3.0, help="... this many seconds into the capture")
     ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--congestion-control", help="TCP congestion control in the lab's namespaces (default: the "
+                    "machine's)")
     ap.add_argument("--rows", type=Path, default=None, help="also write the segments here (JSON) for a closer look")
     args = ap.parse_args()
     for name in ("rate_mbit", "capture_s"):

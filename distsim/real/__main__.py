@@ -178,6 +178,7 @@ def cmd_netlab(args: argparse.Namespace) -> int:
 
     from distsim.real.experiment import EmulationUnavailable
     from distsim.real.netlab import lab_hardware, lab_scenario, run_point
+    from distsim.real.network import available_congestion_controls, emulation_from_scenario
     from distsim.real.plan import WORKLOAD_MODELS
     from distsim.validation import Integer, Number, OneOf, Optional
 
@@ -187,15 +188,18 @@ def cmd_netlab(args: argparse.Namespace) -> int:
     steps = Integer(3, 10_000)("--steps", args.steps)
     straggler = Optional(Number(0, low_open=True, unit="cores"), "no straggler")("--straggler-cores",
                                                                                args.straggler_cores)
+    congestion = Optional(OneOf(available_congestion_controls()), "the machine's own")("--congestion-control",
+                                                                                      args.congestion_control)
     hardware = lab_hardware()
     if not hardware.calibrated:
         print("note: this machine is not calibrated (python -m distsim.real calibrate); predicting with the "
               "built-in presets", file=sys.stderr)
     scenario = lab_scenario(args.strategy, workers, rate, workload=workload, steps=steps,
                             straggler_cores=straggler, hardware=hardware)
+    emulation = emulation_from_scenario(scenario, args.network, congestion)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", EmulationUnavailable)
-        point = run_point(scenario, network=args.network, timeout_s=args.timeout, progress=not args.json)
+        point = run_point(scenario, emulation=emulation, timeout_s=args.timeout, progress=not args.json)
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     out = point.to_dict() | {"calibrated": hardware.calibrated,
@@ -273,6 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--straggler-cores", type=float, help="CPU quota of the last worker, in cores")
     lab.add_argument("--network", choices=("shaped", "namespaces", "localhost"), default="shaped",
                      help="shaped NICs (default), namespaces without a rate, or plain localhost")
+    lab.add_argument("--congestion-control", help="TCP congestion control in the hosts' namespaces (e.g. cubic, "
+                     "bbr; default: the machine's own, which is left unchanged)")
     lab.add_argument("--timeout", type=float, default=900.0, help="seconds before everything is killed")
     lab.add_argument("--json", action="store_true", help="print one JSON object")
     lab.set_defaults(func=cmd_netlab)

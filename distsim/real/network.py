@@ -18,6 +18,11 @@ it works for any program the launcher starts):
   veths keep segmentation offload, so htb releases a send of up to 64 KiB
   whole and then waits out its cost: the rate holds on average, and a
   transfer can finish up to one such send early.
+* **TCP**: the hosts run the machine's congestion control, which new
+  namespaces inherit, or the one ``congestion_control`` names, set in each
+  host's namespace only. It decides how transfers that meet share a NIC
+  (two PS workers share under CUBIC and take turns under BBR), so
+  :meth:`Hosts.describe` names it.
 * **CPU quota**: with ``cpu_quota_cores``, the listed tasks run in a cgroup
   v1 ``cpu`` group whose ``cfs_quota_us / cfs_period_us`` is that many cores:
   a real straggler.
@@ -132,6 +137,19 @@ def unavailable(*, namespaces: bool = True, cpu_quota: bool = False) -> str | No
     return None
 
 
+def available_congestion_controls() -> tuple[str, ...]:
+    """The TCP congestion controls this kernel offers (loaded), e.g. ``("reno", "cubic", "bbr")``."""
+    try:
+        return tuple(Path(CONGESTION_CONTROL.replace("congestion_control", "available_congestion_control"))
+                     .read_text().split())
+    except OSError:
+        return ()
+
+
+def _congestion_control_rule() -> Optional:
+    return Optional(OneOf(available_congestion_controls()), "the machine's own (new namespaces inherit it)")
+
+
 def machine_congestion_control() -> str:
     """TCP's congestion control here, which new network namespaces inherit (``"unknown"`` if unreadable).
     It decides how transfers that meet share a NIC: in the lab, two PS workers take turns under BBR and
@@ -186,14 +204,23 @@ class Hosts(TornDown):
             much CPU time (a straggler).
         namespaces: build the network namespaces; ``False`` keeps the tasks on
             localhost (only a CPU quota is applied).
+        congestion_control: TCP's congestion control in every host's
+            namespace (one of :func:`available_congestion_controls`);
+            ``None``: the machine's own, which new namespaces inherit. The
+            machine's own setting is never changed.
     """
 
     def __init__(self, num_hosts: int, *, rate_Bps: float | None = None,
-                 cpu_quota_cores: dict[int, float] | None = None, namespaces: bool = True) -> None:
+                 cpu_quota_cores: dict[int, float] | None = None, namespaces: bool = True,
+                 congestion_control: str | None = None) -> None:
         num_hosts = Integer(1, MAX_HOSTS)("num_hosts", num_hosts)
         rate_Bps = Optional(Number(0, low_open=True, unit="bytes/s"), "no rate limit")("rate_Bps", rate_Bps)
         if rate_Bps is not None and not namespaces:
             raise InputError("rate_Bps", rate_Bps, "None without namespaces (a rate is set on each host's own interface)")
+        congestion_control = _congestion_control_rule()("congestion_control", congestion_control)
+        if congestion_control is not None and not namespaces:
+            raise InputError("congestion_control", congestion_control,
+                             "None without namespaces (it is set in each host's own namespace)")
         quotas = {}
         for host, cores in dict(cpu_quota_cores or {}).items():
             host = Integer(0, num_hosts - 1)("cpu_quota_cores key", host)
@@ -202,6 +229,7 @@ class Hosts(TornDown):
         self.rate_Bps = rate_Bps
         self.cpu_quota_cores = quotas
         self.namespaces = namespaces
+        self.congestion_control = congestion_control
         self._holders: list[subprocess.Popen] = []  # [switch, host 0, host 1, ...]
         self._cgroups: dict[int, Path] = {}
 
@@ -287,8 +315,10 @@ class Hosts(TornDown):
         parts = []
         if self.namespaces:
             rate = "no rate limit" if self.rate_Bps is None else f"htb {self.rate_Bps * 8 / 1e6:g} Mbit/s per NIC per direction"
+            tcp = (f"{self.congestion_control} (set per namespace)" if self.congestion_control
+                   else f"{machine_congestion_control()} (the machine's, inherited)")
             parts.append(f"{self.num_hosts} network namespaces ({SUBNET}.0/24) through one bridge, {rate}, "
-                         f"TCP congestion control {machine_congestion_control()} (the machine's, inherited)")
+                         f"TCP congestion control {tcp}")
         else:
             parts.append(f"{self.num_hosts} tasks on localhost")
         for host, cores in sorted(self.cpu_quota_cores.items()):
@@ -312,6 +342,9 @@ class Hosts(TornDown):
             if self.rate_Bps is not None:
                 _add_htb(pid, "eth0", self.rate_Bps)
                 _add_htb(switch, f"s{host}", self.rate_Bps)
+            if self.congestion_control:
+                # /proc/sys/net is the namespace's own: this leaves the machine's setting alone.
+                _nsrun(pid, ["sh", "-c", f'echo "$1" > {CONGESTION_CONTROL}', "sh", self.congestion_control])
             _nsrun(pid, ["ip", "-batch", "-"],
                    f"link set lo up\naddr add {self.ip(host)}/24 dev eth0\nlink set eth0 up\n")
             _nsrun(switch, ["ip", "link", "set", f"s{host}", "up"])
@@ -468,6 +501,8 @@ class Emulation:
             on the wire; ``None`` otherwise.
         straggler_cores: CPU time the last worker may use, cores (a CPU
             quota); ``None``: no straggler.
+        congestion_control: TCP's congestion control in the hosts'
+            namespaces (see :class:`Hosts`); ``None``: the machine's own.
     """
 
     network: str = checked(OneOf(NETWORKS), default="localhost")
@@ -475,9 +510,14 @@ class Emulation:
                                      default=None)
     straggler_cores: float | None = checked(Optional(Number(0, low_open=True, unit="cores"), "no straggler"),
                                             default=None)
+    congestion_control: str | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, "emulation")
+        _congestion_control_rule()("emulation.congestion_control", self.congestion_control)
+        if self.congestion_control is not None and self.network == "localhost":
+            raise InputError("emulation.congestion_control", self.congestion_control,
+                             "None on localhost (it is set in each host's namespace: network 'namespaces' or 'shaped')")
         if (self.network == "shaped") != (self.rate_Bps is not None):
             raise InputError("emulation.rate_Bps", self.rate_Bps,
                              "a rate (bytes/s) with network 'shaped', and None with any other network")
@@ -497,13 +537,14 @@ class Emulation:
         """The (not yet started) :class:`Hosts` for ``num_hosts`` tasks."""
         quota = {} if self.straggler_cores is None or straggler_host is None else {straggler_host: self.straggler_cores}
         return Hosts(num_hosts, rate_Bps=self.rate_Bps, cpu_quota_cores=quota,
-                     namespaces=self.network != "localhost")
+                     namespaces=self.network != "localhost", congestion_control=self.congestion_control)
 
 
-def emulation_from_scenario(scenario, network: str = "shaped") -> Emulation:
+def emulation_from_scenario(scenario, network: str = "shaped", congestion_control: str | None = None) -> Emulation:
     """The :class:`Emulation` of ``scenario`` (a :class:`distsim.scenario.Scenario`):
     with ``network="shaped"`` every NIC runs at ``cluster.inter_link.bandwidth_Bps``;
-    the straggler is ``cluster.straggler_cores``."""
+    the straggler is ``cluster.straggler_cores``; ``congestion_control`` as in :class:`Emulation`."""
     OneOf(NETWORKS)("network", network)
     c = scenario.cluster
-    return Emulation(network, c.inter_link.bandwidth_Bps if network == "shaped" else None, c.straggler_cores)
+    return Emulation(network, c.inter_link.bandwidth_Bps if network == "shaped" else None, c.straggler_cores,
+                     congestion_control)

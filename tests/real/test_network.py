@@ -115,6 +115,20 @@ def test_a_nic_carries_at_most_its_rate_and_every_packet_passes_its_cap(tmp_path
     assert counters[1].received_bytes == pytest.approx(counters[0].sent_bytes, rel=1e-3)
 
 
+def test_a_chosen_congestion_control_holds_in_every_host_and_leaves_the_machine_alone(clean_machine):
+    machine_file = Path("/proc/sys/net/ipv4/tcp_congestion_control")
+    before = machine_file.read_text().strip()
+    other = next(cc for cc in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+                 if cc != before)
+    with Hosts(2, rate_Bps=20e6 / 8, congestion_control=other) as hosts:
+        inside = [subprocess.run(hosts.wrap(h, ["cat", str(machine_file)]), capture_output=True, text=True,
+                                 timeout=30, check=True).stdout.strip() for h in range(2)]
+        described = hosts.describe()
+    assert inside == [other, other]
+    assert f"TCP congestion control {other} (set per namespace)" in described
+    assert machine_file.read_text().strip() == before
+
+
 BUSY = """
 import os, time
 t0, c0 = time.monotonic(), time.process_time()
