@@ -183,14 +183,14 @@ def test_a_process_ps_prediction_runs_at_the_fair_sharing_rate():
     assert predicted.summary.step_time_s > 2.9 * nic_s
 
 
-def test_only_two_workers_sharing_a_ps_nic_get_the_phase_caveat():
-    # The fair-sharing rate assumes random phases; only two workers were measured far from it.
+def test_a_fair_sharing_ps_prediction_carries_the_phase_caveat():
+    # Fair sharing assumes random phases; the lab measured 2-4 workers far from it at high rates.
     def caveat(strategy, workers, workload):
         scenario = lab_scenario(strategy, workers, 20, workload=workload, steps=20, hardware=_builtin())
         return distsim.predict(scenario).meta.get("caveat", "")
 
-    assert caveat("parameter_server", 2, "mnist_mlp_wide").startswith("two workers whose transfers stream")
-    assert caveat("parameter_server", 3, "mnist_mlp_wide") == ""  # phases mix: measured within 13 %
+    for workers in (2, 4):
+        assert caveat("parameter_server", workers, "mnist_mlp_wide").startswith("transfers that stream through")
     assert caveat("parameter_server", 2, "mnist_mlp") == ""  # whole messages in turn, not fair sharing
     assert caveat("multi_worker_mirrored", 2, "mnist_mlp_wide") == ""  # a ring has no PS NIC
 

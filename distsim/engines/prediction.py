@@ -201,19 +201,19 @@ def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]
     return _update_log(scenario, costs), costs
 
 
-#: Said with a fair-sharing prediction for two workers (``Result.meta["caveat"]``): measured in the network lab,
-#: ``data/measurements/bench_network_2026-11-23.json`` (parameter_server/2/mnist_mlp_wide cells) and its README.
-TWO_WORKER_PHASE_CAVEAT = (
-    "two workers whose transfers stream through one parameter server's NIC can fall into step or into turns "
-    "instead of mixing at random, as this prediction assumes; in the network lab they ran from 16 % slower to "
-    "30 % faster than predicted, depending on the rate and TCP's congestion control (data/measurements/README.md)")
+#: Said with every fair-sharing PS prediction (``Result.meta["caveat"]``); measured in the network lab
+#: (``data/measurements/README.md``: the stored benchmark's parameter_server/2/mnist_mlp_wide cells, and
+#: 3 workers at 1000 Mbit/s under BBR).
+PHASE_CAVEAT = (
+    "transfers that stream through one parameter server's NIC can be served in turns or in step instead of "
+    "mixing at random, as this prediction assumes; in the network lab, runs took from 16 % longer to 36 % less "
+    "time than predicted, depending on the rate, the number of workers and TCP's congestion control "
+    "(data/measurements/README.md)")
 
 
 def phase_caveat(scenario: Scenario, costs: AsyncCosts) -> str:
-    """:data:`TWO_WORKER_PHASE_CAVEAT` where it applies (the fair-sharing rate, two workers), else ``""``.
-    Three and four workers, whose phases have more room to mix, measured within 13 % of it."""
-    fair = costs.duplex and streamed(scenario)
-    return TWO_WORKER_PHASE_CAVEAT if fair and scenario.num_replicas == 2 else ""
+    """:data:`PHASE_CAVEAT` where the prediction is the fair-sharing rate (:func:`fair_share_rate`), else ``""``."""
+    return PHASE_CAVEAT if costs.duplex and streamed(scenario) else ""
 
 
 def _update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
