@@ -303,7 +303,7 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
         trace=_async_trace(log, float(costs.push_s), float(costs.pull_s)),
         staleness=log.to_staleness(),
         scenario=scenario,
-        meta={**_meta(scenario, plan_), **({"caveat": caveat} if (caveat := phase_caveat(scenario, costs)) else {})},
+        meta=_meta(scenario, plan_) | ({"caveat": caveat} if (caveat := phase_caveat(scenario, costs)) else {}),
     )
 
 

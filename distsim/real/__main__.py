@@ -178,7 +178,7 @@ def cmd_netlab(args: argparse.Namespace) -> int:
 
     from distsim.real.experiment import EmulationUnavailable
     from distsim.real.netlab import lab_hardware, lab_scenario, run_point
-    from distsim.real.network import available_congestion_controls, emulation_from_scenario
+    from distsim.real.network import congestion_control_rule, emulation_from_scenario
     from distsim.real.plan import WORKLOAD_MODELS
     from distsim.validation import Integer, Number, OneOf, Optional
 
@@ -188,8 +188,7 @@ def cmd_netlab(args: argparse.Namespace) -> int:
     steps = Integer(3, 10_000)("--steps", args.steps)
     straggler = Optional(Number(0, low_open=True, unit="cores"), "no straggler")("--straggler-cores",
                                                                                args.straggler_cores)
-    congestion = Optional(OneOf(available_congestion_controls()), "the machine's own")("--congestion-control",
-                                                                                      args.congestion_control)
+    congestion = congestion_control_rule()("--congestion-control", args.congestion_control)
     hardware = lab_hardware()
     if not hardware.calibrated:
         print("note: this machine is not calibrated (python -m distsim.real calibrate); predicting with the "

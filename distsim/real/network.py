@@ -78,8 +78,9 @@ CGROUP_PREFIX = "distsim-"
 #: Seconds a holder gets to report that its namespace exists.
 HOLDER_READY_S = 10.0
 
-#: TCP's congestion control of the reading process's network namespace.
+#: TCP's congestion control of the reading process's network namespace, and the ones the kernel offers.
 CONGESTION_CONTROL = "/proc/sys/net/ipv4/tcp_congestion_control"
+AVAILABLE_CONGESTION_CONTROLS = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 
 #: Tools the namespaces need (util-linux and iproute2).
 TOOLS: tuple[str, ...] = ("unshare", "nsenter", "ip", "tc")
@@ -140,14 +141,14 @@ def unavailable(*, namespaces: bool = True, cpu_quota: bool = False) -> str | No
 def available_congestion_controls() -> tuple[str, ...]:
     """The TCP congestion controls this kernel offers (loaded), e.g. ``("reno", "cubic", "bbr")``."""
     try:
-        return tuple(Path(CONGESTION_CONTROL.replace("congestion_control", "available_congestion_control"))
-                     .read_text().split())
+        return tuple(Path(AVAILABLE_CONGESTION_CONTROLS).read_text().split())
     except OSError:
         return ()
 
 
-def _congestion_control_rule() -> Optional:
-    return Optional(OneOf(available_congestion_controls()), "the machine's own (new namespaces inherit it)")
+def congestion_control_rule() -> Optional:
+    """The check for a congestion control to set: one the kernel offers, or ``None`` (the machine's own)."""
+    return Optional(OneOf(available_congestion_controls()), "the machine's own, which new namespaces inherit")
 
 
 def machine_congestion_control() -> str:
@@ -217,7 +218,7 @@ class Hosts(TornDown):
         rate_Bps = Optional(Number(0, low_open=True, unit="bytes/s"), "no rate limit")("rate_Bps", rate_Bps)
         if rate_Bps is not None and not namespaces:
             raise InputError("rate_Bps", rate_Bps, "None without namespaces (a rate is set on each host's own interface)")
-        congestion_control = _congestion_control_rule()("congestion_control", congestion_control)
+        congestion_control = congestion_control_rule()("congestion_control", congestion_control)
         if congestion_control is not None and not namespaces:
             raise InputError("congestion_control", congestion_control,
                              "None without namespaces (it is set in each host's own namespace)")
@@ -514,7 +515,7 @@ class Emulation:
 
     def __post_init__(self) -> None:
         check_fields(self, "emulation")
-        _congestion_control_rule()("emulation.congestion_control", self.congestion_control)
+        congestion_control_rule()("emulation.congestion_control", self.congestion_control)
         if self.congestion_control is not None and self.network == "localhost":
             raise InputError("emulation.congestion_control", self.congestion_control,
                              "None on localhost (it is set in each host's namespace: network 'namespaces' or 'shaped')")
