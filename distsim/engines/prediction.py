@@ -202,11 +202,11 @@ def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]
 
 
 #: Said with every fair-sharing PS prediction (``Result.meta["caveat"]``); measured in the network lab
-#: (``data/measurements/README.md``: the stored benchmark's parameter_server/2/mnist_mlp_wide cells, and
-#: 3 workers at 1000 Mbit/s under BBR).
+#: (``data/measurements/README.md``): the longest, 2 workers at 20 Mbit/s in the stored benchmark; the
+#: shortest, 2 workers at 200 Mbit/s under BBR in a packet trace.
 PHASE_CAVEAT = (
     "transfers that stream through one parameter server's NIC can be served in turns or in step instead of "
-    "mixing at random, as this prediction assumes; in the network lab, runs took from 16 % longer to 36 % less "
+    "mixing at random, as this prediction assumes; in the network lab, runs took from 16 % longer to 25 % less "
     "time than predicted, depending on the rate, the number of workers and TCP's congestion control "
     "(data/measurements/README.md)")
 

@@ -77,8 +77,8 @@ NCCL_EFFICIENCY = {"LL": 0.5, "Simple": 1.0}
 def link_Bps(p: dict, link: str) -> np.ndarray:
     """Message bytes per second over ``link`` (``"intra_link"`` or
     ``"inter_link"``) from a scenario's model parameters ``p``: its wire rate
-    times its payload fraction, in series with its hosts' network software
-    (:func:`distsim.scenario.message_Bps`). A link with the default fields
+    times its payload fraction, pipelined with its hosts' network software
+    (:func:`distsim.scenario.message_Bps`: the slower of the two). A link with the default fields
     (payload fraction 1, no software cost) gives its bandwidth itself."""
     return message_Bps(p[f"cluster.{link}.bandwidth_Bps"], p[f"cluster.{link}.payload_fraction"],
                        p[f"cluster.{link}.stack_bandwidth_Bps"])
