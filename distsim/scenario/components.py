@@ -146,7 +146,7 @@ def message_Bps(bandwidth_Bps, payload_fraction=1.0, stack_bandwidth_Bps=None):
     software prepares the next piece while the NIC sends this one, so a long
     message goes at the slower stage's rate, not at the sum of both costs.
     Measured: one PS worker of a 4 MB model over 1000 Mbit/s NICs, with no
-    other transfer to share with, added 61.5 ms per step to its unshaped run,
+    other transfer to share with, added about 62 ms per step to its unshaped run,
     less than the 68.1 ms its two transfers spend on the wire alone
     (``data/measurements/README.md``). ``stack_bandwidth_Bps`` of ``None``
     or NaN means free."""
