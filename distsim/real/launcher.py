@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -39,6 +40,11 @@ _DISTSIM_ROOT = str(Path(__file__).resolve().parents[2])
 
 #: Seconds a task gets between SIGTERM and SIGKILL during teardown.
 TERM_GRACE_S = 3.0
+
+#: Seconds teardown waits, for all tasks together, for SIGKILLed tasks to die.
+#: Only a process the kernel holds (a frozen cgroup, uninterruptible sleep)
+#: outlives SIGKILL; teardown names it instead of waiting for it forever.
+KILL_REAP_S = 10.0
 
 #: How often the launcher looks at the logs and processes, in seconds.
 POLL_S = 0.05
@@ -97,7 +103,8 @@ class TaskOutcome:
     Attributes:
         name: the task's name.
         pid: its process id (also its process-group id).
-        returncode: exit status; negative means killed by that signal.
+        returncode: exit status; negative means killed by that signal; ``None``
+            if it outlived teardown (see :class:`SurvivedKill`).
         log_path: file holding its stdout and stderr.
         ready_after_s: seconds from start to readiness, or ``None``.
         torn_down: the launcher killed it (teardown or :meth:`Launch.kill`).
@@ -168,6 +175,10 @@ class LaunchError(RuntimeError):
 
 class LaunchInterrupted(KeyboardInterrupt):
     """The launching process got SIGTERM while a launch was open."""
+
+
+class SurvivedKill(RuntimeWarning):
+    """A task was still alive :data:`KILL_REAP_S` seconds after SIGKILL."""
 
 
 #: ``watch(launch, task_name, line)`` is called for every new log line.
@@ -319,9 +330,18 @@ class Launch(TornDown):
         for r in self._running:
             # SIGKILL the whole group even if the leader exited: a child of it may linger.
             _signal_group(r.proc.pid, signal.SIGKILL)
-            if r.proc.poll() is None:
-                r.proc.wait()
+        deadline = time.monotonic() + KILL_REAP_S
+        survivors = []
+        for r in self._running:
+            try:
+                r.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                survivors.append(f"{r.task.name} (pid {r.proc.pid}, state {_process_state(r.proc.pid)})")
             r.log_file.close()
+        if survivors:
+            warnings.warn(f"{', '.join(survivors)} outlived SIGKILL by {KILL_REAP_S:g} s: the kernel holds it "
+                          "(state D: uninterruptible sleep; a frozen cgroup), so it dies when released; "
+                          "its outcome has no return code", SurvivedKill, stacklevel=3)
         return self.outcomes()
 
     # ---- monitoring ---------------------------------------------------------------
@@ -409,6 +429,14 @@ class Launch(TornDown):
             TaskOutcome(r.task.name, r.proc.pid, r.proc.poll(), r.log_path, r.ready_after_s, r.torn_down)
             for r in self._running
         ]
+
+
+def _process_state(pid: int) -> str:
+    """The one-letter state of ``pid`` from /proc (``?`` if it cannot be read)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "?"
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -9,6 +9,7 @@ of a real two-worker MultiWorkerMirrored run.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -19,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from distsim.real.launcher import Launch, ProbeFailed, Task, launch, run_python
+from distsim.real import launcher
+from distsim.real.launcher import Launch, ProbeFailed, SurvivedKill, Task, launch, run_python
 from distsim.validation import InputError
 
 from processes import alive, child_pids
@@ -129,6 +131,36 @@ def test_servers_that_never_exit_are_torn_down_after_the_chief(tmp_path, no_stra
     outcome = launch(tasks, tmp_path, timeout_s=60)
     assert outcome.ok, outcome.report()
     assert outcome.task("ps").torn_down and not alive(outcome.task("ps").pid)
+
+
+FREEZER = Path("/sys/fs/cgroup/freezer")
+
+
+@pytest.mark.skipif(not (FREEZER / "tasks").exists() or os.geteuid() != 0,
+                    reason="needs root and the cgroup v1 freezer")
+def test_a_task_that_outlives_sigkill_is_named_not_waited_for(tmp_path, monkeypatch, no_stray_children):
+    # A frozen cgroup holds its tasks in the kernel (state D): SIGKILL stays pending until it is thawed.
+    # Teardown used to wait for such a task forever; now it gives up after KILL_REAP_S and names it.
+    monkeypatch.setattr(launcher, "TERM_GRACE_S", 0.2)
+    monkeypatch.setattr(launcher, "KILL_REAP_S", 0.5)
+    group = FREEZER / f"distsim-test-{os.getpid()}"
+    group.mkdir()
+    pid = None
+    try:
+        with pytest.warns(SurvivedKill, match=r"^sleeper \(pid \d+, state D\) outlived SIGKILL by 0.5 s"):
+            with Launch([Task("sleeper", _py("import time; time.sleep(600)"), ready_pattern=None)], tmp_path) as run:
+                pid = run.pids["sleeper"]
+                (group / "tasks").write_text(str(pid))
+                (group / "freezer.state").write_text("FROZEN")
+                while (group / "freezer.state").read_text().strip() != "FROZEN":
+                    time.sleep(0.01)
+        assert alive(pid)
+        assert run.outcomes()[0].returncode is None
+    finally:
+        (group / "freezer.state").write_text("THAWED")
+        if pid is not None:  # the pending SIGKILL lands on thawing; reap our child
+            assert os.waitpid(pid, 0)[1] == signal.SIGKILL
+        group.rmdir()
 
 
 def _refused(message: str):
