@@ -206,6 +206,11 @@ class Calibration:
         return d
 
 
+#: What every "the measurements cannot be fitted" error advises.
+_CALIBRATE_AGAIN = ("the machine was too busy, or the batches or message sizes too close together: "
+                    "calibrate again on a quieter machine, or with more repeats (--repeats)")
+
+
 def _link_cost(algorithm: str, ranks: int, message_bytes: float, latency_s: float, bandwidth_Bps: float,
                between_processes: bool, **options) -> float:
     """The simulator's all-reduce time on one link class (``options``: the algorithm's own)."""
@@ -217,13 +222,17 @@ def _link_cost(algorithm: str, ranks: int, message_bytes: float, latency_s: floa
 
 
 def fit_link(algorithm: str, ranks: Sequence[int], message_bytes: Sequence[int], time_s: Sequence[float],
-             *, between_processes: bool) -> LinkFit:
+             *, between_processes: bool, path: str = "time_s") -> LinkFit:
     """Least-squares ``(alpha, 1/B)`` of ``T = S alpha + F n / B`` for the simulator's schedule.
 
     ``S`` (latency terms) and ``F`` (bytes on the busiest port per message
     byte) come from the simulator's cost model of ``algorithm`` on each point's
     rank count, so the fitted link reproduces these measurements when the
     simulator prices the same collective.
+
+    Raises:
+        InputError: at ``path``, when the times do not grow with the message
+            size (no bandwidth can be read from them).
     """
     rows = []
     for p, n in zip(ranks, message_bytes):
@@ -236,9 +245,12 @@ def fit_link(algorithm: str, ranks: Sequence[int], message_bytes: Sequence[int],
     # mostly timing noise (tens of microseconds either way), so the large
     # messages set the bandwidth and the intercept the latency.
     (alpha, inv_b), *_ = np.linalg.lstsq(a, t, rcond=None)
+    if not inv_b > 0:
+        raise InputError(path, [round(float(x), 6) for x in t],
+                         f"all-reduce times that grow with the message size (over sizes {sorted(set(message_bytes))} "
+                         f"the fitted seconds per byte is {float(inv_b):.3g}); {_CALIBRATE_AGAIN}")
     alpha = max(float(alpha), 0.0)
-    inv_b = max(float(inv_b), 1e-15)
-    return LinkFit(alpha, 1.0 / inv_b, algorithm, list(map(int, ranks)), list(map(int, message_bytes)),
+    return LinkFit(alpha, 1.0 / float(inv_b), algorithm, list(map(int, ranks)), list(map(int, message_bytes)),
                    [float(x) for x in t])
 
 
@@ -287,17 +299,24 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
         # Noise larger than the compute the batches add; every fitted cost below would inherit it.
         raise InputError("local_rounds.step_time_s", [round(float(t), 6) for t in steps],
                          f"step times that grow with the batch (over batches {batches} the fitted slope is "
-                         f"{float(slope):.3g} s/example); the machine was too busy or the batches too close: "
-                         "calibrate again on a quieter machine, or with more repeats (--repeats)")
+                         f"{float(slope):.3g} s/example); {_CALIBRATE_AGAIN}")
     memory_Bps = float(np.median([r["memory_Bps"] for r in local_rounds]))
     values, _ = load_preset("workload", workload)
     grad_bytes = values["num_params"] * values["bytes_per_param"]
     sizes = list(first["sizes_bytes"])
     intra_times = {int(n): [r["allreduce_s"][n] for r in local_rounds] for n in first["allreduce_s"]}
-    intra = fit_link("reduce_to_one", *_median_points(intra_times, sizes), between_processes=False)
+    intra = fit_link("reduce_to_one", *_median_points(intra_times, sizes), between_processes=False,
+                     path="local_rounds.allreduce_s")
     inter_times = {w: [r["allreduce_s"] for r in collective_rounds if r["workers"] == w]
                    for w in sorted({r["workers"] for r in collective_rounds})}
-    inter = fit_link("ring", *_median_points(inter_times, sizes), between_processes=True)
+    inter = fit_link("ring", *_median_points(inter_times, sizes), between_processes=True,
+                     path="collective_rounds.allreduce_s")
+    if inter.bandwidth_Bps > memory_Bps:
+        # Every byte between two processes is copied through memory at least
+        # once (into the socket and out of it), so no real link beats it.
+        raise InputError("collective_rounds.allreduce_s", [round(x, 6) for x in inter.time_s],
+                         f"all-reduce times that give a bandwidth at most this machine's memory bandwidth "
+                         f"({memory_Bps:.3g} B/s), not {inter.bandwidth_Bps:.3g} B/s; {_CALIBRATE_AGAIN}")
     # Each replica beyond the first adds its dispatch and makes the gradient's
     # all-reduce one rank wider; the fitted link prices the latter.
     counts = list(first["replica_counts"])

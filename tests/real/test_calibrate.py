@@ -94,10 +94,48 @@ def test_fit_refuses_step_times_that_do_not_grow_with_the_batch():
         fit([local], [{"workers": 2}], [1e-2], workload="mnist_mlp", physical_cores=2)
 
 
+def _flat_collective(times_s):
+    """One 2-worker collective round whose all-reduce times per size are ``times_s``."""
+    return [{"workers": 2, "allreduce_s": list(times_s)}]
+
+
+def _local_round(sizes):
+    """A local round whose step times grow with the batch and whose in-process all-reduce is a clean line."""
+    return {"batches": [16, 256], "step_time_s": [1e-3, 2e-3], "memory_Bps": 3e10, "sizes_bytes": sizes,
+            "allreduce_s": {"2": [1e-5 + m / 1e10 for m in sizes]}, "replica_counts": [1, 2],
+            "replica_step_time_s": [1e-3, 1.5e-3], "central_step_time_s": [1e-3, 1.4e-3], "input_s_per_sample": 5e-6,
+            "matmul_flops_per_s": 1e11, "device": "cpu", "cpu_model": "x", "tf_version": "2",
+            "cross_device_op": "reduction_to_one_device"}
+
+
+def test_fit_refuses_all_reduce_times_that_shrink_with_the_message():
+    # 1 MiB measured faster than 4 KiB: the least-squares seconds per byte is negative, and was once clamped to
+    # 1e-15 (a link of 1e15 B/s) without a word.
+    sizes = [4096, 2**20]
+    with pytest.raises(InputError, match=r"^collective_rounds\.allreduce_s=\[0\.002, 0\.0019\]; allowed: all-reduce "
+                                         r"times that grow with the message size \(over sizes \[4096, 1048576\] the "
+                                         r"fitted seconds per byte is -"):
+        fit([_local_round(sizes)], _flat_collective([2e-3, 1.9e-3]), [1e-2], workload="mnist_mlp", physical_cores=2)
+
+
+def test_fit_refuses_an_inter_process_link_faster_than_memory():
+    # A quick real calibration once fitted 4.5 TB/s to gRPC between two processes. By hand: the 2-worker ring moves
+    # (n/2) bytes twice per port, so T = 2 alpha + n/B; 1 MiB taking 20 ns more than 4 KiB gives
+    # B = (2**20 - 4096) / 2e-8 = 5.22e13 B/s, above the 3e10 B/s of memory that every byte between processes crosses.
+    sizes = [4096, 2**20]
+    with pytest.raises(InputError, match=r"^collective_rounds\.allreduce_s=\[0\.002, 0\.002\]; allowed: all-reduce "
+                                         r"times that give a bandwidth at most this machine's memory bandwidth "
+                                         r"\(3e\+10 B/s\), not 5\.22e\+13 B/s"):
+        fit([_local_round(sizes)], _flat_collective([2e-3, 2e-3 + 2e-8]), [1e-2], workload="mnist_mlp",
+            physical_cores=2)
+
+
 def test_a_real_calibration_writes_presets_that_scenarios_use(tmp_path, monkeypatch):
-    # Batches 16 and 512: about 2.5 ms of compute apart on this CPU, well above a short run's noise.
+    # Batches 16 and 512: about 2.5 ms of compute apart on this CPU, well above a short run's noise. Messages of
+    # 4 KiB and 4 MiB: about 10 ms of gRPC bytes apart (at the ~0.4 GB/s measured on 2026-11-23); 1 MiB's 2.5 ms
+    # can drown in a busy machine's noise, and the fit now refuses what that gives.
     cal = calibrate(workload="mnist_mlp", repeats=1, workers=(2,), batches=(16, 512), devices=(2,),
-                    sizes_bytes=(4096, 2**20), steps=20, preset_dir=tmp_path, out=tmp_path / "calibration.json",
+                    sizes_bytes=(4096, 2**22), steps=20, preset_dir=tmp_path, out=tmp_path / "calibration.json",
                     timeout_s=300)
     # Physical sanity of what was measured (not its speed: the machine is shared).
     assert cal.compute_s_per_example > 0 and cal.step_overhead_s >= 0
