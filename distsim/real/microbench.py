@@ -27,6 +27,8 @@ a pause costs more, because its peers are not yet waiting for it).
 from __future__ import annotations
 
 import gc
+import json
+import os
 import time
 
 import numpy as np
@@ -238,8 +240,13 @@ def run_local(plan: RunPlan, *, devices: list[int], sizes_bytes: list[int], step
 
 def run_collective(plan: RunPlan, tf_config: dict, *, sizes_bytes: list[int]) -> dict:
     """The ``collective`` part on one worker of a MultiWorkerMirrored cluster."""
+    os.environ["TF_CONFIG"] = json.dumps(tf_config)  # where the script's make_strategy reads the cluster
     configure_for_plan(plan, tf_config)
     info = strategy_info(SCRIPT.make_strategy(plan.strategy, communication="ring"), plan)
+    if info.strategy.num_replicas_in_sync != plan.num_workers:
+        # A strategy that missed the cluster all-reduces within this process in microseconds: a silent, absurd link.
+        raise RuntimeError(f"the collective spans {info.strategy.num_replicas_in_sync} replica(s), not the "
+                           f"{plan.num_workers} workers of TF_CONFIG {tf_config}")
     times = allreduce_times(info.strategy, sizes_bytes)
     meta = run_meta(plan, describe_tensorflow(), info, f"worker{tf_config['task']['index']}")
     return {

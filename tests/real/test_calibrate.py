@@ -144,6 +144,9 @@ def test_a_real_calibration_writes_presets_that_scenarios_use(tmp_path, monkeypa
     assert cal.ps_update_s > 0 and cal.ps_request_s >= 0
     assert 0 < cal.efficiency <= 1
     assert cal.intra.bandwidth_Bps > 0 and cal.inter.bandwidth_Bps > 0
+    # Physics: two processes cannot all-reduce 4 MiB faster than one copy of it through memory. The collective part
+    # once built a strategy that missed TF_CONFIG and "all-reduced" within one process in 9 us.
+    assert cal.inter.time_s[-1] > 2**22 / cal.memory_Bps
     assert cal.meta["inter_cross_device_op"] == "CollectiveAllReduce (ring)"
     assert (tmp_path / "calibration.json").exists()
     monkeypatch.setenv(PRESET_DIR_ENV, str(tmp_path))
