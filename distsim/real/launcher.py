@@ -313,7 +313,10 @@ class Launch(TornDown):
             self._running.append(_Running(task, proc, log_path, log_file))
 
     def close(self) -> list[TaskOutcome]:
-        """Kill every task still alive (SIGTERM, then SIGKILL) and reap it; the outcomes."""
+        """Kill every task still alive (SIGTERM, then SIGKILL) and reap it; the outcomes.
+
+        A task still alive :data:`KILL_REAP_S` seconds after SIGKILL is named
+        in a :class:`SurvivedKill` warning and left to the kernel."""
         return super().close()
 
     def _teardown(self) -> list[TaskOutcome]:
