@@ -23,7 +23,9 @@ Two engines give the same :class:`UpdateLog`:
   bit for bit (``tests/test_asyncps.py``). With ``duplex=True`` the bytes
   of pushes and pulls queue separately, one server for each direction of a
   full-duplex NIC, and only the PS's per-request host time
-  (``ps_request_s``) is shared by both.
+  (``ps_request_s``) is shared by both: a pull is the host's work, then the
+  bytes out; a push is the bytes in, then the host's work. Each server is
+  FIFO and is asked for when a transfer reaches it.
 
 ``benchmarks/bench_async.py`` compares this event queue with the same model in
 SimPy; the plain queue was faster, hence no SimPy dependency.
@@ -333,18 +335,25 @@ def _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s) -> Upd
     )
 
 
-_APPLY, _READ, _PULL_DONE, _COMPUTE_DONE = 0, 1, 2, 3
+_APPLY, _READ, _PULL_DONE, _COMPUTE_DONE, _PULL_SEND, _PUSH_IN = 0, 1, 2, 3, 4, 5
 _PULL, _PUSH = "pull", "push"
 
 
 def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s, duplex_request_s=None) -> UpdateLog:
     """The event engine; ``duplex_request_s`` (not None) splits each transfer's
-    service into shared host time and per-direction bytes (see :func:`simulate_async`)."""
+    service into shared host time and per-direction bytes (see :func:`simulate_async`).
+
+    Every server is FIFO and is asked for at the moment a transfer reaches it,
+    so no booking ever holds a server for a later transfer while an earlier
+    one waits. Duplex: a pull is the host's work (the snapshot, at its start)
+    and then the bytes out; a push is the bytes in and then the host's work
+    (the apply, at its end)."""
     block = 256
     compute = [draws.draw(w, block) for w in range(num_workers)]
     used = [0] * num_workers
     read_version = [0] * num_workers
     read_time = [0.0] * num_workers
+    asked = [0.0] * num_workers  # when each worker's transfer in flight began
     out_worker = np.empty(num_updates, dtype=np.int64)
     out_version = np.empty(num_updates, dtype=np.int64)
     out_read = np.empty(num_updates)
@@ -352,24 +361,31 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
     duplex = duplex_request_s is not None
     host_s = duplex_request_s if duplex else 0.0
     bytes_s = ps_service_s - host_s
-    # When each server is free: the host (shared), pulls, pushes. Simplex: pulls and pushes share one.
+    # When each server is free: the host (shared by both directions), pulls, pushes. Simplex: one server.
     free = {"host": 0.0, _PULL: 0.0, _PUSH: 0.0}
     applied = 0
     heap: list[tuple[float, int, int]] = []
     push = heapq.heappush
 
-    def request(t: float, link_s: float, direction: str) -> tuple[float, float]:
-        """Queue a transfer at the PS: (service start, transfer end)."""
-        lane = direction if duplex else _PULL
-        start = max(t, free[lane], free["host"])
-        free["host"] = start + host_s
-        free[lane] = start + (bytes_s if duplex else ps_service_s)
-        return start, max(t + link_s, free[lane], free["host"])
+    def serve(t: float, server: str, busy_s: float) -> float:
+        """Queue at ``server`` at time ``t``; when its service starts."""
+        start = max(t, free[server])
+        free[server] = start + busy_s
+        return start
+
+    def ask_pull(t: float, w: int) -> None:
+        asked[w] = t
+        if duplex:
+            start = serve(t, "host", host_s)
+            push(heap, (start, w, _READ))
+            push(heap, (start + host_s, w, _PULL_SEND))
+        else:
+            start = serve(t, _PULL, ps_service_s)
+            push(heap, (start, w, _READ))
+            push(heap, (max(t + pull_s, start + ps_service_s), w, _PULL_DONE))
 
     for w in range(num_workers):
-        start, end = request(0.0, pull_s, _PULL)
-        push(heap, (start, w, _READ))
-        push(heap, (end, w, _PULL_DONE))
+        ask_pull(0.0, w)
     pop = heapq.heappop
     while applied < num_updates:
         t, w, kind = pop(heap)
@@ -379,21 +395,29 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
             out_read[applied] = read_time[w]
             out_apply[applied] = t
             applied += 1
-            start, end = request(t, pull_s, _PULL)
-            push(heap, (start, w, _READ))
-            push(heap, (end, w, _PULL_DONE))
+            ask_pull(t, w)
         elif kind == _READ:
             read_version[w] = applied
             read_time[w] = t
+        elif kind == _PULL_SEND:
+            start = serve(t, _PULL, bytes_s)
+            push(heap, (max(asked[w] + pull_s, start + bytes_s), w, _PULL_DONE))
         elif kind == _PULL_DONE:
             i = used[w]
             if i == len(compute[w]):
                 compute[w] = np.concatenate([compute[w], draws.draw(w, len(compute[w]))])
             used[w] = i + 1
             push(heap, (t + float(compute[w][i]), w, _COMPUTE_DONE))
-        else:
-            _, end = request(t, push_s, _PUSH)
-            push(heap, (end, w, _APPLY))
+        elif kind == _COMPUTE_DONE:
+            asked[w] = t
+            if duplex:
+                push(heap, (serve(t, _PUSH, bytes_s) + bytes_s, w, _PUSH_IN))
+            else:
+                start = serve(t, _PULL, ps_service_s)
+                push(heap, (max(t + push_s, start + ps_service_s), w, _APPLY))
+        else:  # _PUSH_IN: the bytes are in; the host applies them
+            start = serve(t, "host", host_s)
+            push(heap, (max(asked[w] + push_s, start + host_s), w, _APPLY))
     return UpdateLog(
         worker=out_worker,
         read_version=out_version,
