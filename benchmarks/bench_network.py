@@ -29,16 +29,22 @@ until it says the grid is done; it then writes
 ``data/measurements/bench_network_<date>.json`` (every run, the calibration,
 provenance and ``summary``) and prints the table. ``--report`` rewrites that
 file from the stored runs.
+
+TCP's congestion control decides how transfers that meet share a NIC (two
+parameter-server workers take turns under BBR and share under CUBIC;
+``data/measurements/README.md``). The lab's namespaces inherit the machine's
+unless ``--congestion-control`` names another; every run records the one it
+used, and one run folder holds one (name the run apart with ``--date``).
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import importlib.metadata as md
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -49,14 +55,28 @@ from pathlib import Path
 
 import numpy as np
 
+from distsim.cli.commands import OneLineParser
 from distsim.engines.prediction import predict
 from distsim.real.calibrate import calibrate, write_presets
 from distsim.real.env import cpu_model
 from distsim.real.experiment import EmulationUnavailable, run
 from distsim.real.launcher import LaunchError
-from distsim.real.netlab import LabHardware, lab_hardware, lab_scenario, real_options, wire_bound_s
-from distsim.real.network import CPU_PERIOD_US, SMALL_PACKET_BYTES
+from distsim.real.netlab import (
+    LabHardware,
+    lab_hardware,
+    lab_scenario,
+    real_options,
+    wire_bound_s,
+)
+from distsim.real.network import (
+    CPU_PERIOD_US,
+    SMALL_PACKET_BYTES,
+    congestion_control_rule,
+    emulation_from_scenario,
+    machine_congestion_control,
+)
 from distsim.scenario import PRESET_DIR_ENV
+from distsim.validation import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -167,14 +187,15 @@ def jobs(repeats: int, seed: int, full: bool = False) -> list[tuple[int, Cell]]:
 
 
 # ---- measuring ------------------------------------------------------------------------------------
-def measure(cell: Cell, steps: int, shaped: bool, hw: LabHardware) -> dict:
+def measure(cell: Cell, steps: int, shaped: bool, hw: LabHardware, congestion_control: str | None) -> dict:
     scenario = lab_scenario(cell.strategy, cell.workers, cell.rate_mbit if shaped else None,
                             workload=cell.workload, steps=steps, hardware=hw)
     predicted_s = predict(scenario).summary.step_time_s
+    emulation = emulation_from_scenario(scenario, "shaped" if shaped else "namespaces", congestion_control)
     started = time.time()
     with warnings.catch_warnings():
         warnings.simplefilter("error", EmulationUnavailable)  # a benchmark never falls back silently
-        result = run(scenario, network="shaped" if shaped else "namespaces", progress=False,
+        result = run(scenario, emulation=emulation, progress=False,
                      timeout_s=max(600.0, 20 * steps * cell.workers * predicted_s), **real_options(scenario))
     return {
         "measured_step_s": result.summary.step_time_s,
@@ -203,6 +224,11 @@ def run_chunk(state: State, args) -> bool:
     if not state.calibrated():
         run_calibration(state)
     hw = hardware(state)
+    used = congestion_controls(state.runs())
+    wanted = args.congestion_control or machine_congestion_control()
+    if used - {wanted}:
+        raise SystemExit(f"--congestion-control={args.congestion_control}; allowed: what the runs in "
+                         f"{state.folder} used ({', '.join(sorted(used))}): one run folder, one congestion control")
     done = {(r["repeat"], r["cell"]) for r in state.runs()}
     todo = [(rep, cell) for rep, cell in jobs(args.repeats, args.seed, args.full) if (rep, cell.key) not in done]
     total = args.repeats * len(grid(args.full))
@@ -216,7 +242,7 @@ def run_chunk(state: State, args) -> bool:
         record = {"repeat": rep, "cell": cell.key, "steps": steps, "shaped_first": bool(rng.random() < 0.5)}
         try:
             for shaped in ((True, False) if record["shaped_first"] else (False, True)):
-                record["shaped" if shaped else "unshaped"] = measure(cell, steps, shaped, hw)
+                record["shaped" if shaped else "unshaped"] = measure(cell, steps, shaped, hw, args.congestion_control)
         except LaunchError as exc:
             record["failed"] = failure_line(exc.outcome)
         state.append(record)
@@ -310,11 +336,16 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _sysctl(name: str) -> str:
-    try:
-        return Path("/proc/sys/" + name.replace(".", "/")).read_text().strip()
-    except OSError:
-        return "unknown"
+def congestion_controls(runs: list[dict]) -> set[str]:
+    """The TCP congestion controls the stored runs name in their network
+    (runs from before the lab named it ran with the machine's: BBR here)."""
+    found = set()
+    for r in runs:
+        for side in ("shaped", "unshaped"):
+            named = re.search(r"TCP congestion control (\S+)", (r.get(side) or {}).get("network") or "")
+            if named:
+                found.add(named.group(1))
+    return found
 
 
 def provenance(state: State) -> dict:
@@ -334,7 +365,7 @@ def provenance(state: State) -> dict:
         "kernel": platform.release(),
         "python": platform.python_version(),
         "tensorflow": md.version("tensorflow"),
-        "tcp_congestion_control": _sysctl("net.ipv4.tcp_congestion_control"),
+        "tcp_congestion_control": ", ".join(sorted(congestion_controls(runs))) or machine_congestion_control(),
         "emulation": (f"one network namespace per task through a bridge; each NIC limited by htb at the rate in "
                       f"each direction, packets under {SMALL_PACKET_BYTES} bytes first; CFS period "
                       f"{CPU_PERIOD_US} us for CPU quotas"),
@@ -360,14 +391,20 @@ def report(state: State, out: Path) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--date", default=dt.date.today().isoformat(), help="names the run (default: today)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0, help="seeds the order of the cells")
     parser.add_argument("--chunk-minutes", type=float, default=20.0, help="start no job after this long")
     parser.add_argument("--full", action="store_true", help="every combination of the grid (72 cells), not LAB_GRID")
     parser.add_argument("--report", action="store_true", help="only rewrite the JSON from the stored runs")
+    parser.add_argument("--congestion-control", help="TCP congestion control in the lab's namespaces "
+                        "(default: the machine's, which they inherit); name the run with --date to keep it apart")
     args = parser.parse_args()
+    try:
+        congestion_control_rule()("--congestion-control", args.congestion_control)
+    except InputError as exc:
+        parser.error(str(exc))
     state = State(REPO / "data" / "measurements" / f"bench_network_{args.date}")
     out = REPO / "data" / "measurements" / f"bench_network_{args.date}.json"
     if args.report or run_chunk(state, args):

@@ -1,0 +1,39 @@
+"""The network benchmark's bookkeeping of TCP congestion control, on the stored runs (running it needs root)."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MEASUREMENTS = REPO / "data" / "measurements"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_network", REPO / "benchmarks" / "bench_network.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _runs(date: str) -> list[dict]:
+    return [json.loads(line) for line in (MEASUREMENTS / f"bench_network_{date}" / "runs.jsonl").open()]
+
+
+@pytest.mark.parametrize("date, named", [
+    ("2026-11-26", {"bbr"}),  # every run's network ends "TCP congestion control bbr (the machine's, inherited)"
+    ("2026-11-23", set()),  # made before the lab named it (the machine's was BBR; the README says so)
+])
+def test_the_congestion_control_is_read_from_what_every_run_recorded(date, named):
+    assert _bench().congestion_controls(_runs(date)) == named
+
+
+def test_a_run_naming_another_congestion_control_is_found():
+    bench = _bench()
+    runs = _runs("2026-11-26")[:2]
+    runs[1] = {**runs[1], "unshaped": {**runs[1]["unshaped"], "network": runs[1]["unshaped"]["network"].replace(
+        "congestion control bbr (the machine's, inherited)", "congestion control cubic (set per namespace)")}}
+    assert bench.congestion_controls(runs) == {"bbr", "cubic"}
