@@ -157,10 +157,11 @@ def test_hosts_check_their_arguments_before_building_anything():
         Hosts(2, cpu_quota_cores={2: 0.5})
     with _refused("rate_Bps=1000000.0; allowed: None without namespaces (a rate is set on each host's own interface)"):
         Hosts(2, rate_Bps=1e6, namespaces=False)
-    # The kernel's list, read here independently of the module's helper.
-    offered = tuple(open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split())
-    with _refused(f"congestion_control='vegas-ish'; allowed: one of {offered}, or null (the machine's own, "
-                  "which new namespaces inherit)"):
+    # The kernel's list of what a namespace may set, read here independently of the module's helper.
+    offered = tuple(open("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read().split())
+    with _refused(f"congestion_control='vegas-ish'; allowed: one of {offered} (net.ipv4.tcp_allowed_congestion_control: "
+                  "the only ones a namespace may set; root may add one the kernel has loaded), or null (the "
+                  "machine's own, which new namespaces inherit)"):
         Hosts(2, congestion_control="vegas-ish")
     with _refused(f"congestion_control='{offered[0]}'; allowed: None without namespaces (it is set in each "
                   "host's own namespace)"):

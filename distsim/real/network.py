@@ -78,9 +78,10 @@ CGROUP_PREFIX = "distsim-"
 #: Seconds a holder gets to report that its namespace exists.
 HOLDER_READY_S = 10.0
 
-#: TCP's congestion control of the reading process's network namespace, and the ones the kernel offers.
+#: TCP's congestion control of the reading process's network namespace, and the ones a network namespace
+#: other than the machine's may make its own (the kernel lets only the first namespace pick a restricted one).
 CONGESTION_CONTROL = "/proc/sys/net/ipv4/tcp_congestion_control"
-AVAILABLE_CONGESTION_CONTROLS = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+ALLOWED_CONGESTION_CONTROLS = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 #: Tools the namespaces need (util-linux and iproute2).
 TOOLS: tuple[str, ...] = ("unshare", "nsenter", "ip", "tc")
@@ -138,17 +139,20 @@ def unavailable(*, namespaces: bool = True, cpu_quota: bool = False) -> str | No
     return None
 
 
-def available_congestion_controls() -> tuple[str, ...]:
-    """The TCP congestion controls this kernel offers (loaded), e.g. ``("reno", "cubic", "bbr")``."""
+def allowed_congestion_controls() -> tuple[str, ...]:
+    """The TCP congestion controls a lab namespace may set, e.g. ``("reno", "bbr")``: the kernel's
+    unrestricted ones (``net.ipv4.tcp_allowed_congestion_control``), not every one it has loaded."""
     try:
-        return tuple(Path(AVAILABLE_CONGESTION_CONTROLS).read_text().split())
+        return tuple(Path(ALLOWED_CONGESTION_CONTROLS).read_text().split())
     except OSError:
         return ()
 
 
 def congestion_control_rule() -> Optional:
-    """The check for a congestion control to set: one the kernel offers, or ``None`` (the machine's own)."""
-    return Optional(OneOf(available_congestion_controls()), "the machine's own, which new namespaces inherit")
+    """The check for a congestion control to set: one a namespace may set, or ``None`` (the machine's own)."""
+    return Optional(OneOf(allowed_congestion_controls(), note="net.ipv4.tcp_allowed_congestion_control: the only "
+                          "ones a namespace may set; root may add one the kernel has loaded"),
+                    "the machine's own, which new namespaces inherit")
 
 
 def machine_congestion_control() -> str:
@@ -206,7 +210,7 @@ class Hosts(TornDown):
         namespaces: build the network namespaces; ``False`` keeps the tasks on
             localhost (only a CPU quota is applied).
         congestion_control: TCP's congestion control in every host's
-            namespace (one of :func:`available_congestion_controls`);
+            namespace (one of :func:`allowed_congestion_controls`);
             ``None``: the machine's own, which new namespaces inherit. The
             machine's own setting is never changed.
     """

@@ -119,6 +119,7 @@ class OneOf(Rule):
     """One of a fixed set of values (compared exactly, so ``"data"`` is not ``"DATA"``)."""
 
     choices: tuple
+    note: str = ""
 
     def accepts(self, value: Any) -> bool:
         try:
@@ -127,7 +128,7 @@ class OneOf(Rule):
             return False
 
     def allowed(self) -> str:
-        return f"one of {self.choices}"
+        return f"one of {self.choices}{f' ({self.note})' if self.note else ''}"
 
 
 @dataclass(frozen=True)
