@@ -175,6 +175,10 @@ def main() -> int:
     rate_Bps = args.rate_mbit * 1e6 / 8
     bin_s = max(args.bin_ms / 1e3, 4 * 65536 / rate_Bps)
     rows, lab = capture(args)
+    if not rows:
+        raise SystemExit(f"captured no TCP segment on the PS's NIC in {args.capture_s:g} s from {args.warmup_s:g} s "
+                         "after its start: the workers had not begun or had already finished; change --warmup-s "
+                         "or --steps")
     if args.rows:
         args.rows.write_text(json.dumps({"lab": lab, "rate_Bps": rate_Bps, "rows": rows}))
     print(f"{lab['scenario']}: measured step {lab['measured_step_s'] * 1e3:.1f} ms, "
@@ -186,6 +190,9 @@ def main() -> int:
         windows += [(lo * args.window_s, (lo + 1) * args.window_s) for lo in range(int(args.capture_s // args.window_s))]
     for lo, hi in windows:
         part = [r for r in rows if lo <= r[0] - rows[0][0] < hi]
+        if not part:
+            print(f"{lo:5.1f}-{hi:5.1f} s: no segments")
+            continue
         report = overlap(part, rate_Bps, bin_s)
         idle = report.pop("idle share per worker")
         print(f"{lo:5.1f}-{hi:5.1f} s: " + "; ".join(

@@ -199,15 +199,17 @@ def test_a_process_ps_prediction_runs_at_the_fair_sharing_rate():
     assert predicted.summary.step_time_s > 2.9 * nic_s
 
 
-def test_a_fair_sharing_ps_prediction_carries_the_phase_caveat():
-    # Fair sharing assumes random phases; the lab measured 2-4 workers far from it at high rates.
+def test_a_ps_prediction_with_workers_queueing_at_its_nic_carries_the_phase_caveat():
+    # Turns for whole messages and random phases for streamed ones are both assumptions: single lab runs of
+    # 2-4 workers landed 24 % under to 45 % over their predictions, for either message size.
     def caveat(strategy, workers, workload):
         scenario = lab_scenario(strategy, workers, 20, workload=workload, steps=20, hardware=_builtin())
         return distsim.predict(scenario).meta.get("caveat", "")
 
     for workers in (2, 4):
-        assert caveat("parameter_server", workers, "mnist_mlp_wide").startswith("transfers that stream through")
-    assert caveat("parameter_server", 2, "mnist_mlp") == ""  # whole messages in turn, not fair sharing
+        for workload in ("mnist_mlp", "mnist_mlp_wide"):
+            assert caveat("parameter_server", workers, workload).startswith("workers' transfers through one")
+    assert caveat("parameter_server", 1, "mnist_mlp_wide") == ""  # one worker has nobody to queue with
     assert caveat("multi_worker_mirrored", 2, "mnist_mlp_wide") == ""  # a ring has no PS NIC
 
 

@@ -201,19 +201,21 @@ def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]
     return _update_log(scenario, costs), costs
 
 
-#: Said with every fair-sharing PS prediction (``Result.meta["caveat"]``); measured in the network lab
-#: (``data/measurements/README.md``): the longest, 2 workers at 20 Mbit/s in the stored benchmark; the
-#: shortest, 2 workers at 200 Mbit/s under BBR in a packet trace.
+#: Said with every prediction of a parameter server whose NIC two or more workers' transfers queue at
+#: (``Result.meta["caveat"]``). The range is every single run of the network lab against its prediction,
+#: beside an unshaped run of the same cluster (``data/measurements/README.md``): the shortest, 2 workers of
+#: the wide MLP at 1000 Mbit/s (2026-11-26, BBR); the longest, 3 workers of the MLP at 20 Mbit/s
+#: (2026-11-26, CUBIC).
 PHASE_CAVEAT = (
-    "transfers that stream through one parameter server's NIC can be served in turns or in step instead of "
-    "mixing at random, as this prediction assumes; in the network lab, runs took from 16 % longer to 25 % less "
-    "time than predicted, depending on the rate, the number of workers and TCP's congestion control "
-    "(data/measurements/README.md)")
+    "workers' transfers through one parameter server's NIC can fall into turns or into step, and this "
+    "prediction does not follow which (it serves messages up to 1 MiB in turn and shares longer ones at "
+    "random phases); single runs in the network lab took from 24 % less to 45 % more time than predicted, "
+    "depending on the rate, the workers, the message size and the run (data/measurements/README.md)")
 
 
 def phase_caveat(scenario: Scenario, costs: AsyncCosts) -> str:
-    """:data:`PHASE_CAVEAT` where the prediction is the fair-sharing rate (:func:`fair_share_rate`), else ``""``."""
-    return PHASE_CAVEAT if costs.duplex and streamed(scenario) else ""
+    """:data:`PHASE_CAVEAT` where two or more workers queue at a full-duplex PS NIC, else ``""``."""
+    return PHASE_CAVEAT if costs.duplex and scenario.num_replicas >= 2 else ""
 
 
 def _update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:

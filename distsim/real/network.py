@@ -20,9 +20,9 @@ it works for any program the launcher starts):
   transfer can finish up to one such send early.
 * **TCP**: the hosts run the machine's congestion control, which new
   namespaces inherit, or the one ``congestion_control`` names, set in each
-  host's namespace only. It decides how transfers that meet share a NIC
-  (two PS workers share under CUBIC and take turns under BBR), so
-  :meth:`Hosts.describe` names it.
+  host's namespace only. It can shift how transfers that meet share a NIC
+  (on one day two PS workers shared under CUBIC and took turns under BBR; on
+  another they took turns under both), so :meth:`Hosts.describe` names it.
 * **CPU quota**: with ``cpu_quota_cores``, the listed tasks run in a cgroup
   v1 ``cpu`` group whose ``cfs_quota_us / cfs_period_us`` is that many cores:
   a real straggler.
@@ -157,8 +157,9 @@ def congestion_control_rule() -> Optional:
 
 def machine_congestion_control() -> str:
     """TCP's congestion control here, which new network namespaces inherit (``"unknown"`` if unreadable).
-    It decides how transfers that meet share a NIC: in the lab, two PS workers take turns under BBR and
-    share under CUBIC (``data/measurements/README.md``), so a result names it."""
+    It can shift how transfers that meet share a NIC (in the lab on 2026-11-24, two PS workers took turns under
+    BBR and shared under CUBIC; on 2026-11-26 they took turns under both: ``data/measurements/README.md``), so
+    a result names it."""
     try:
         return Path(CONGESTION_CONTROL).read_text().strip()
     except OSError:
