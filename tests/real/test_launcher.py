@@ -157,11 +157,13 @@ def test_a_task_that_outlives_sigkill_is_named_not_waited_for(tmp_path, monkeypa
         assert alive(pid)
         assert run.outcomes()[0].returncode is None
     finally:
-        (group / "freezer.state").write_text("THAWED")
-        if pid is not None:  # teardown's SIGTERM and SIGKILL are both pending; either ends it on thawing
-            status = os.waitpid(pid, 0)[1]
-            assert os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGTERM, signal.SIGKILL)
-        group.rmdir()
+        try:
+            (group / "freezer.state").write_text("THAWED")
+            if pid is not None:  # teardown's SIGTERM and SIGKILL are both pending; either ends it on thawing
+                status = os.waitpid(pid, 0)[1]
+                assert os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGTERM, signal.SIGKILL)
+        finally:
+            group.rmdir()  # empty once the task is reaped, whatever the assertion said
 
 
 def _refused(message: str):
