@@ -45,7 +45,6 @@ import importlib.metadata as md
 import json
 import os
 import platform
-import re
 import shlex
 import subprocess
 import sys
@@ -73,6 +72,7 @@ from distsim.real.network import (
     CPU_PERIOD_US,
     SMALL_PACKET_BYTES,
     congestion_control_rule,
+    described_congestion_control,
     emulation_from_scenario,
     machine_congestion_control,
 )
@@ -299,6 +299,7 @@ def evaluate(state: State) -> dict:
             "measured_spread": float((m_s.max() - m_s.min()) / np.median(m_s)),
             "paired_predicted_step_s": float(np.median(paired)),
             "error_pct": 100 * float(np.median(paired / m_s - 1)),
+            "runs_vs_paired_pct": [100 * float(x) for x in m_s / paired - 1],
             "plain_error_pct": 100 * (p_s / float(np.median(m_s)) - 1),
             "wire_bound_s": wire_bound_s(shaped),
         })
@@ -314,8 +315,16 @@ def evaluate(state: State) -> dict:
         "plain_max_abs_error": float(np.max(plain)) if rows else None,
         "failed_runs": sum(len(v) for v in failed.values()),
         "lab_grid": _summary([r for r in rows if r["cell"] in {c.key for c in grid()}]),
+        # The range the PS phase caveat (distsim.engines.prediction.PHASE_CAVEAT) states, over every benchmark.
+        "ps_runs_vs_paired_pct": _extremes([x for r in rows if r["strategy"] == "parameter_server"
+                                            for x in r["runs_vs_paired_pct"]]),
     }
     return {"summary": summary, "cells": rows, "failed": failed}
+
+
+def _extremes(values: list[float]) -> list[float] | None:
+    """[lowest, highest] of ``values`` (``None`` if there are none)."""
+    return [min(values), max(values)] if values else None
 
 
 def _summary(rows: list[dict]) -> dict:
@@ -340,13 +349,9 @@ def table(rows: list[dict]) -> str:
 def congestion_controls(runs: list[dict]) -> set[str]:
     """The TCP congestion controls the stored runs name in their network
     (runs from before the lab named it ran with the machine's: BBR here)."""
-    found = set()
-    for r in runs:
-        for side in ("shaped", "unshaped"):
-            named = re.search(r"TCP congestion control (\S+)", (r.get(side) or {}).get("network") or "")
-            if named:
-                found.add(named.group(1))
-    return found
+    named = {described_congestion_control((r.get(side) or {}).get("network") or "")
+             for r in runs for side in ("shaped", "unshaped")}
+    return named - {None}
 
 
 def provenance(state: State) -> dict:
@@ -388,6 +393,9 @@ def report(state: State, out: Path) -> dict:
     print(f"\n{s['cells']} cells: median |error| {s['median_abs_error']:.1f} %, max {s['max_abs_error']:.1f} % "
           f"(plain: {s['plain_median_abs_error']:.1f} %, {s['plain_max_abs_error']:.1f} %); the {lab['cells']} of "
           f"LAB_GRID: {lab['median_abs_error']:.1f} %, {lab['max_abs_error']:.1f} %; wrote {out}")
+    if s["ps_runs_vs_paired_pct"]:
+        low, high = s["ps_runs_vs_paired_pct"]
+        print(f"parameter-server runs against their paired prediction: {low:+.1f} % to {high:+.1f} %")
     return record
 
 

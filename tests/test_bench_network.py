@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from distsim.engines.prediction import PHASE_CAVEAT
+
 REPO = Path(__file__).resolve().parents[1]
 MEASUREMENTS = REPO / "data" / "measurements"
 
@@ -37,3 +39,13 @@ def test_a_run_naming_another_congestion_control_is_found():
     runs[1] = {**runs[1], "unshaped": {**runs[1]["unshaped"], "network": runs[1]["unshaped"]["network"].replace(
         "congestion control bbr (the machine's, inherited)", "congestion control cubic (set per namespace)")}}
     assert bench.congestion_controls(runs) == {"bbr", "cubic"}
+
+
+def test_the_phase_caveat_states_the_range_the_stored_benchmarks_measured():
+    # The caveat's numbers are written by hand; every stored benchmark reports its own parameter-server runs
+    # against their paired predictions (bench_network.py --report), and the caveat must span all of them.
+    ranges = [json.loads(path.read_text())["summary"]["ps_runs_vs_paired_pct"]
+              for path in sorted(MEASUREMENTS.glob("bench_network_*.json"))]
+    assert ranges, "no stored benchmark"
+    low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    assert f"took from {-round(low)} % less to {round(high)} % more time than predicted" in PHASE_CAVEAT

@@ -203,7 +203,8 @@ def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]
 
 #: Said with every prediction of a parameter server whose NIC two or more workers' transfers queue at
 #: (``Result.meta["caveat"]``). The range is every single run of the network lab against its prediction,
-#: beside an unshaped run of the same cluster (``data/measurements/README.md``): the shortest, 2 workers of
+#: beside an unshaped run of the same cluster (each benchmark JSON's ``summary.ps_runs_vs_paired_pct``;
+#: ``tests/test_bench_network.py`` holds this text to them): the shortest, 2 workers of
 #: the wide MLP at 1000 Mbit/s (2026-11-26, BBR); the longest, 3 workers of the MLP at 20 Mbit/s
 #: (2026-11-26, CUBIC).
 PHASE_CAVEAT = (

@@ -155,6 +155,16 @@ def congestion_control_rule() -> Optional:
                     "the machine's own, which new namespaces inherit")
 
 
+#: How :meth:`Hosts.describe` introduces the congestion control it ran with.
+_TCP_PHRASE = "TCP congestion control"
+
+
+def described_congestion_control(description: str) -> str | None:
+    """The congestion control a :meth:`Hosts.describe` line names (``None``: it names none)."""
+    named = re.search(_TCP_PHRASE + r" (\S+)", description)
+    return named.group(1) if named else None
+
+
 def machine_congestion_control() -> str:
     """TCP's congestion control here, which new network namespaces inherit (``"unknown"`` if unreadable).
     It can shift how transfers that meet share a NIC (in the lab on 2026-11-24, two PS workers took turns under
@@ -324,7 +334,7 @@ class Hosts(TornDown):
             tcp = (f"{self.congestion_control} (set per namespace)" if self.congestion_control
                    else f"{machine_congestion_control()} (the machine's, inherited)")
             parts.append(f"{self.num_hosts} network namespaces ({SUBNET}.0/24) through one bridge, {rate}, "
-                         f"TCP congestion control {tcp}")
+                         f"{_TCP_PHRASE} {tcp}")
         else:
             parts.append(f"{self.num_hosts} tasks on localhost")
         for host, cores in sorted(self.cpu_quota_cores.items()):
