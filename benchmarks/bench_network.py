@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from distsim.cli.commands import OneLineParser
-from distsim.engines.prediction import predict
+from distsim.engines.prediction import predict, rhythm_range_s
 from distsim.real.calibrate import calibrate, write_presets
 from distsim.real.env import cpu_model
 from distsim.real.experiment import EmulationUnavailable, run
@@ -302,6 +302,7 @@ def evaluate(state: State) -> dict:
             "runs_vs_paired_pct": [100 * float(x) for x in m_s / paired - 1],
             "plain_error_pct": 100 * (p_s / float(np.median(m_s)) - 1),
             "wire_bound_s": wire_bound_s(shaped),
+            **_rhythm(cell, shaped, m_s, m_u - p_u),
         })
     errors = np.abs([r["error_pct"] for r in rows])
     plain = np.abs([r["plain_error_pct"] for r in rows])
@@ -318,8 +319,21 @@ def evaluate(state: State) -> dict:
         # The range the PS phase caveat (distsim.engines.prediction.PHASE_CAVEAT) states, over every benchmark.
         "ps_runs_vs_paired_pct": _extremes([x for r in rows if r["strategy"] == "parameter_server"
                                             for x in r["runs_vs_paired_pct"]]),
+        # Where PS runs of 2+ workers sat between their two rhythms (rhythm_range_s): 0 turns, 1 lockstep.
+        "ps_runs_rhythm_position": _extremes([x for r in rows for x in r.get("runs_rhythm_position", [])]),
     }
     return {"summary": summary, "cells": rows, "failed": failed}
+
+
+def _rhythm(cell: Cell, shaped, measured_s: np.ndarray, drift_s: np.ndarray) -> dict:
+    """A PS cell's two rhythms (:func:`distsim.engines.prediction.rhythm_range_s`), each paired with
+    every run as its prediction is (``drift_s`` = measured less predicted unshaped), and where each
+    run sat between them: 0 at turns, 1 at lockstep. Empty for a ring or one worker."""
+    if cell.strategy != "parameter_server" or cell.workers < 2:
+        return {}
+    turns, lockstep = rhythm_range_s(shaped)
+    return {"rhythm_range_s": [turns, lockstep],
+            "runs_rhythm_position": [float(x) for x in (measured_s - drift_s - turns) / (lockstep - turns)]}
 
 
 def _extremes(values: list[float]) -> list[float] | None:
@@ -396,6 +410,9 @@ def report(state: State, out: Path) -> dict:
     if s["ps_runs_vs_paired_pct"]:
         low, high = s["ps_runs_vs_paired_pct"]
         print(f"parameter-server runs against their paired prediction: {low:+.1f} % to {high:+.1f} %")
+    if s["ps_runs_rhythm_position"]:
+        low, high = s["ps_runs_rhythm_position"]
+        print(f"parameter-server runs of 2+ workers between turns (0) and lockstep (1): {low:+.2f} to {high:+.2f}")
     return record
 
 

@@ -18,7 +18,7 @@ The package is layered; each folder imports only from the ones below it
     validation  the one exception and the field rules
 """
 
-from distsim.engines.prediction import predict
+from distsim.engines.prediction import predict, rhythm_range_s
 from distsim.engines.sweeps import sweep
 from distsim.numerics.asynctrain import AsyncRun, train_async, train_backup_sync
 from distsim.numerics.largebatch import large_batch_experiment
@@ -51,6 +51,7 @@ __all__ = [
     "make_model",
     "make_scenario",
     "predict",
+    "rhythm_range_s",
     "sweep",
     "train_async",
     "train_backup_sync",

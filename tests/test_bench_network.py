@@ -49,3 +49,16 @@ def test_the_phase_caveat_states_the_range_the_stored_benchmarks_measured():
     assert ranges, "no stored benchmark"
     low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
     assert f"took from {-round(low)} % less to {round(high)} % more time than predicted" in PHASE_CAVEAT
+
+
+def test_the_workbook_states_where_the_stored_ps_runs_sat_between_their_two_rhythms():
+    # 05b's figures are written by hand; every stored benchmark reports where its PS runs of 2+ workers sat
+    # between turns (0) and lockstep (1) (bench_network.py --report). No run may be slower than lockstep,
+    # the slowest rhythm the caveat names, and the workbook must state the measured extremes.
+    ranges = [json.loads(path.read_text())["summary"]["ps_runs_rhythm_position"]
+              for path in sorted(MEASUREMENTS.glob("bench_network_*.json"))]
+    low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    assert high < 1.0
+    workbook = (REPO / "notebooks" / "05b_network_lab.ipynb").read_text()
+    assert f"(by {round(-100 * low)} % of the gap between the two" in workbook
+    assert f"to {round(100 * high)} % of the way to lockstep" in workbook

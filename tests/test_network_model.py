@@ -11,6 +11,7 @@ import pytest
 
 import distsim
 from distsim.engines import asyncps, steady
+from distsim.engines.prediction import AsyncCosts, lockstep_step_s, rhythm_range_s
 from distsim.mechanics.communication import Communication
 from distsim.mechanics.strategies import plan
 from distsim.real.netlab import TCP_PAYLOAD_FRACTION, lab_scenario, nic_link, wire_bound_s
@@ -197,6 +198,50 @@ def test_a_process_ps_prediction_runs_at_the_fair_sharing_rate():
     nic_s = scenario.workload.gradient_bytes / scenario.cluster.inter_link.effective_Bps
     assert predicted.summary.step_time_s == pytest.approx(3 * nic_s, rel=0.05)  # 5 %: latencies, requests, compute
     assert predicted.summary.step_time_s > 2.9 * nic_s
+
+
+def test_lockstep_is_every_worker_at_every_ps_station_at_once():
+    # By hand, in ms: a transfer to an idle PS is 1 latency + 2 host + 20 bytes = 23; the PS holds it
+    # 22 (host and bytes). Own time per update: compute + 46 - 44 = 12, and 16 for the straggler (14).
+    # In lockstep 3 workers pull together (3 x 20 out), the host serves 6 requests (6 x 2) and they push
+    # together (3 x 20 in): 132, after the slowest one's own 16.
+    costs = AsyncCosts(worker_batch=np.array(64), compute_s=np.array(0.010), straggler_compute_s=np.array(0.014),
+                       push_s=np.array(0.023), pull_s=np.array(0.023), ps_service_s=np.array(0.022),
+                       ps_request_s=np.array(0.002), duplex=True)
+    assert lockstep_step_s(costs, 3) == pytest.approx(0.148, rel=1e-12)
+
+
+def test_one_worker_has_one_rhythm_and_more_workers_predict_between_turns_and_lockstep():
+    # The event engine (turns), the closed form (lockstep) and the prediction (MVA for streamed messages)
+    # are three computations; with nobody to queue with they must agree: the 1 % is the engine's compute
+    # draws (lab scenarios draw with a small sigma) against the closed form's mean.
+    for workload in ("mnist_mlp", "mnist_mlp_wide"):
+        for rate in (10, 200, 1000):
+            alone = lab_scenario("parameter_server", 1, rate, workload=workload, steps=40, hardware=_builtin())
+            turns, lockstep = rhythm_range_s(alone)
+            predicted = distsim.predict(alone).summary.step_time_s
+            assert turns == pytest.approx(lockstep, rel=0.01) and predicted == pytest.approx(lockstep, rel=0.01)
+            for workers in (2, 3, 4):
+                scenario = lab_scenario("parameter_server", workers, rate, workload=workload, steps=40,
+                                        hardware=_builtin())
+                turns, lockstep = rhythm_range_s(scenario)
+                assert turns * 0.999 <= distsim.predict(scenario).summary.step_time_s <= lockstep
+                assert _seconds_in(distsim.predict(scenario).meta["caveat"]) == pytest.approx([turns, lockstep],
+                                                                                               rel=0.01)
+
+
+def _seconds_in(caveat: str) -> list[float]:
+    """The two step times the caveat names, in seconds (3 significant figures: hence rel=0.01 above)."""
+    found = re.findall(r"about ([\d.]+) (ms|s) in turns and ([\d.]+) (ms|s) in lockstep", caveat)
+    assert found, caveat
+    a, ua, b, ub = found[0]
+    return [float(a) / (1e3 if ua == "ms" else 1), float(b) / (1e3 if ub == "ms" else 1)]
+
+
+def test_rhythms_belong_to_asynchronous_parameter_servers():
+    ring = lab_scenario("multi_worker_mirrored", 2, 50, hardware=_builtin())
+    with _refused("strategy.mode='sync'; allowed: an asynchronous parameter-server scenario (mode='async')"):
+        rhythm_range_s(ring)
 
 
 def test_a_ps_prediction_with_workers_queueing_at_its_nic_carries_the_phase_caveat():

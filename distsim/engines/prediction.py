@@ -202,34 +202,82 @@ def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]
 
 
 #: Said with every prediction of a parameter server whose NIC two or more workers' transfers queue at
-#: (``Result.meta["caveat"]``). The range is every single run of the network lab against its prediction,
-#: beside an unshaped run of the same cluster (each benchmark JSON's ``summary.ps_runs_vs_paired_pct``;
-#: ``tests/test_bench_network.py`` holds this text to them): the shortest, 2 workers of
-#: the wide MLP at 1000 Mbit/s (2026-11-26, BBR); the longest, 3 workers of the MLP at 20 Mbit/s
-#: (2026-11-26, CUBIC).
+#: (``Result.meta["caveat"]``), before the scenario's own :func:`rhythm_range_s`. The lab's range is every
+#: single run of the network lab against its prediction, beside an unshaped run of the same cluster (each
+#: benchmark JSON's ``summary.ps_runs_vs_paired_pct``; ``tests/test_bench_network.py`` holds this text to
+#: them): the shortest, 2 workers of the wide MLP at 1000 Mbit/s (2026-11-26, BBR); the longest, 3 workers
+#: of the MLP at 20 Mbit/s (2026-11-26, CUBIC).
 PHASE_CAVEAT = (
-    "workers' transfers through one parameter server's NIC can fall into turns or into step, and this "
+    "workers' transfers through one parameter server's NIC can fall into turns or into lockstep, and this "
     "prediction does not follow which (it serves messages up to 1 MiB in turn and shares longer ones at "
     "random phases); single runs in the network lab took from 24 % less to 45 % more time than predicted, "
     "depending on the rate, the workers, the message size and the run (data/measurements/README.md)")
 
 
-def phase_caveat(scenario: Scenario, costs: AsyncCosts) -> str:
-    """:data:`PHASE_CAVEAT` where two or more workers queue at a full-duplex PS NIC, else ``""``."""
-    return PHASE_CAVEAT if costs.duplex and scenario.num_replicas >= 2 else ""
+def phase_caveat(scenario: Scenario, costs: AsyncCosts, turns_s: float) -> str:
+    """:data:`PHASE_CAVEAT` and this scenario's two rhythms (:func:`rhythm_range_s`) where two or more
+    workers queue at a full-duplex PS NIC, else ``""``."""
+    if not (costs.duplex and scenario.num_replicas >= 2):
+        return ""
+    return (f"{PHASE_CAVEAT}; here a step takes about {_seconds(turns_s)} in turns and "
+            f"{_seconds(lockstep_step_s(costs, scenario.num_replicas))} in lockstep")
+
+
+def _seconds(t: float) -> str:
+    return f"{t * 1e3:.3g} ms" if t < 1 else f"{t:.3g} s"
+
+
+def rhythm_range_s(scenario: Scenario) -> tuple[float, float]:
+    """Step times (seconds, ``workers`` updates) of an asynchronous PS scenario in
+    its two rhythms: ``(turns, lockstep)``.
+
+    *Turns* is the event engine's FIFO lanes, where each NIC direction and
+    the PS host serve one transfer at a time, so workers fall into a
+    pipeline. *Lockstep* is every worker at every station at once: the
+    ``n`` pulls share the PS's outgoing direction (``n`` transfers' bytes),
+    its host serves ``2 n`` requests, the pushes share the incoming
+    direction, and the slowest worker's own time (compute, latencies, its
+    own link) comes on top (:func:`lockstep_step_s`). A prediction lies
+    between them; real runs fall anywhere in between, and a little below
+    turns where the per-transfer costs are high (``data/measurements/README.md``).
+    """
+    plan_ = plan(scenario)
+    if plan_.mode != "async":
+        raise InputError("strategy.mode", plan_.mode, "an asynchronous parameter-server scenario (mode='async')")
+    costs = async_costs(steady.model_params(scenario), plan_, scenario.cluster.device.kind,
+                        scenario.training.shard_policy)
+    turns = scenario.num_replicas / _fifo_update_log(scenario, costs).updates_per_s
+    return turns, lockstep_step_s(costs, scenario.num_replicas)
+
+
+def lockstep_step_s(costs: AsyncCosts, workers: int) -> float:
+    """Seconds per cycle (one update from each worker) when all ``workers``
+    visit every PS station together: each station then holds them for
+    ``workers`` times its per-update demand (the NIC's bytes each way, the
+    host's two requests), and the slowest worker's own time is added."""
+    nic_s = float(costs.ps_service_s - costs.ps_request_s)
+    demand_s = 2 * nic_s + 2 * float(costs.ps_request_s)
+    return float(np.max(_own_s(costs, workers))) + workers * demand_s
+
+
+def _own_s(costs: AsyncCosts, workers: int) -> np.ndarray:
+    """Each worker's time per update outside the PS's stations: compute, latencies, its own link."""
+    return costs.worker_compute_s(workers) + float(costs.push_s + costs.pull_s - 2 * costs.ps_service_s)
 
 
 def _update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
-    """The event engine's log; with a full-duplex PS (``ps_cluster="processes"``
-    over a ``full_duplex`` link)
-    whose transfers stream (:func:`streamed`) its times are stretched to the
-    rate of fair sharing (:func:`fair_share_rate`): the event engine's FIFO
+    return _phased(scenario, costs, _fifo_update_log(scenario, costs))
+
+
+def _phased(scenario: Scenario, costs: AsyncCosts, fifo: asyncps.UpdateLog) -> asyncps.UpdateLog:
+    """The event engine's log ``fifo``; with a full-duplex PS (``ps_cluster="processes"``
+    over a ``full_duplex`` link) whose transfers stream (:func:`streamed`) its times are
+    stretched to the rate of fair sharing (:func:`fair_share_rate`): the event engine's FIFO
     lanes serve one transfer at a time, while streamed transfers share each
     direction of the PS's NIC."""
-    log = _fifo_update_log(scenario, costs)
     if not costs.duplex or not streamed(scenario):
-        return log
-    return log.stretched(log.updates_per_s / fair_share_rate(costs, scenario.num_replicas))
+        return fifo
+    return fifo.stretched(fifo.updates_per_s / fair_share_rate(costs, scenario.num_replicas))
 
 
 def streamed(scenario: Scenario) -> bool:
@@ -247,8 +295,7 @@ def fair_share_rate(costs: AsyncCosts, workers: int) -> float:
     its host serves both requests, and the rest of a worker's cycle (compute,
     latencies) is its own (:func:`asyncps.fair_share_updates_per_s`)."""
     nic_s = float(costs.ps_service_s - costs.ps_request_s)
-    own_s = costs.worker_compute_s(workers) + float(costs.push_s + costs.pull_s - 2 * costs.ps_service_s)
-    return asyncps.fair_share_updates_per_s(own_s, [nic_s, nic_s, 2 * float(costs.ps_request_s)])
+    return asyncps.fair_share_updates_per_s(_own_s(costs, workers), [nic_s, nic_s, 2 * float(costs.ps_request_s)])
 
 
 def _fifo_update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
@@ -277,7 +324,8 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
     footprint = memory.footprint(p, scenario.strategy.name, costs.worker_batch)
     check_fits(footprint)
     workers = scenario.num_replicas
-    log = _update_log(scenario, costs)
+    fifo = _fifo_update_log(scenario, costs)
+    log = _phased(scenario, costs, fifo)
     rate = log.updates_per_s
     batch = float(costs.worker_batch)
     throughput = rate * batch
@@ -306,7 +354,8 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
         trace=_async_trace(log, float(costs.push_s), float(costs.pull_s)),
         staleness=log.to_staleness(),
         scenario=scenario,
-        meta=_meta(scenario, plan_) | ({"caveat": caveat} if (caveat := phase_caveat(scenario, costs)) else {}),
+        meta=_meta(scenario, plan_) | ({"caveat": caveat} if (caveat := phase_caveat(
+            scenario, costs, workers / fifo.updates_per_s)) else {}),
     )
 
 
