@@ -259,14 +259,14 @@ def test_a_ps_prediction_with_workers_queueing_at_its_nic_carries_the_phase_cave
 
 
 def test_a_process_ps_serves_whole_messages_in_turn():
-    # The MLP's 407 KB gradient fits one gRPC window grant (1 MiB): pulls and pushes reach
+    # The MLP's 407 KB gradient is below the lab links' whole-message size (1 MiB): pulls and pushes reach
     # the PS NIC whole and are served in turn, so with two workers one pulls while the other
     # pushes: 2 transfer times per round of two updates (as the benchmark measured), not 3.
     scenario = lab_scenario("parameter_server", 2, 20, workload="mnist_mlp", steps=20, hardware=_builtin())
     nic_s = scenario.workload.gradient_bytes / scenario.cluster.inter_link.effective_Bps
     step = distsim.predict(scenario).summary.step_time_s
     assert 2 * nic_s < step < 2.1 * nic_s  # 5 %: latencies, requests, compute (small next to 170 ms)
-    # Without a grant size every message is sent whole, whatever its size: today's default links.
+    # Without a whole-message size every message is sent whole, whatever its size: today's default links.
     wide = lab_scenario("parameter_server", 2, 20, workload="mnist_mlp_wide", steps=20, hardware=_builtin())
     whole = wide.replace("cluster.inter_link.whole_message_bytes", None)
     wide_nic_s = wide.workload.gradient_bytes / wide.cluster.inter_link.effective_Bps

@@ -281,9 +281,9 @@ def _phased(scenario: Scenario, costs: AsyncCosts, fifo: asyncps.UpdateLog) -> a
 
 
 def streamed(scenario: Scenario) -> bool:
-    """Whether a PS shard's transfers stream through its NIC in flow-control
-    grants (longer than ``inter_link.whole_message_bytes``), so that concurrent
-    ones share it; shorter transfers arrive whole and are served in turn."""
+    """Whether a PS shard's transfers stream through its NIC (longer than
+    ``inter_link.whole_message_bytes``), so that concurrent ones share it;
+    shorter transfers arrive whole and are served in turn."""
     window = scenario.cluster.inter_link.whole_message_bytes
     shard_bytes = scenario.workload.gradient_bytes / plan(scenario).options.get("num_shards", 1)
     return window is not None and shard_bytes > window

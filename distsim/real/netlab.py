@@ -33,10 +33,14 @@ TCP_PAYLOAD_FRACTION = 1448 / 1514
 TCP_PAYLOAD_SOURCE = ("TCP/IPv4 over Ethernet, MTU 1500: 1448 payload bytes per 1514-byte frame "
                       "(14 Ethernet + 20 IPv4 + 32 TCP with timestamps, RFC 7323)")
 
-#: The most a gRPC receiver lets a stream send before it grants more: the
-#: chttp2 transport's per-stream flow-control window delta, ``kMaxWindowDelta
-#: = 1 << 20`` (grpc/src/core/ext/transport/chttp2/transport/flow_control.h).
-GRPC_WINDOW_DELTA_BYTES = 1 << 20
+#: The lab links' ``whole_message_bytes``: a hypothesis, set between the two
+#: message sizes the lab measured (407 KB arrive whole, 4.07 MB interleave; see
+#: ``data/measurements/README.md``). It once cited gRPC's per-stream window
+#: delta (chttp2 ``kMaxWindowDelta = 1 << 20``), but that caps only what a
+#: reader adds beyond the SETTINGS initial window, which BDP probing holds
+#: at 4 MiB or more at low memory pressure (``AdjustForMemoryPressure``), so gRPC's
+#: flow control alone would let a 4.07 MB message through whole.
+WHOLE_MESSAGE_BYTES = 1 << 20
 
 #: Built-in presets for a machine that has not been calibrated.
 UNCALIBRATED = {"device": "this_machine_core", "intra_link": "shared_memory", "inter_link": "localhost_grpc"}
@@ -93,7 +97,7 @@ def nic_link(rate_Bps: float, base: Link) -> Link:
         request_s=base.request_s,
         payload_fraction=TCP_PAYLOAD_FRACTION,
         stack_bandwidth_Bps=base.bandwidth_Bps,
-        whole_message_bytes=GRPC_WINDOW_DELTA_BYTES,
+        whole_message_bytes=WHOLE_MESSAGE_BYTES,
         full_duplex=True,
         sources={
             "bandwidth_Bps": "the emulated NIC's rate (htb, each direction)",
@@ -101,8 +105,8 @@ def nic_link(rate_Bps: float, base: Link) -> Link:
             "request_s": how,
             "payload_fraction": TCP_PAYLOAD_SOURCE,
             "stack_bandwidth_Bps": f"{how}: its fitted bandwidth, the gRPC software's cost per byte",
-            "whole_message_bytes": "gRPC chttp2 flow_control.h: kMaxWindowDelta = 1 << 20, the largest "
-                                   "per-stream window grant",
+            "whole_message_bytes": "hypothesis: between the lab's measured 407 KB (whole) and 4.07 MB "
+                                   "(interleaved) messages; mechanism not found (data/measurements/README.md)",
             "full_duplex": "the emulated NIC: htb limits each direction separately (distsim.real.network)",
         },
     )

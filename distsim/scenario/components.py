@@ -182,12 +182,10 @@ class Link:
             a message of ``n`` bytes takes ``n / min(bandwidth_Bps x
             payload_fraction, stack_bandwidth_Bps)`` (:func:`message_Bps`).
             ``None``: free (or already part of ``bandwidth_Bps``).
-        whole_message_bytes: the largest message a sender may put on the
-            link in one go, bytes: the receiver's flow-control grant (gRPC
-            over HTTP/2 grants a stream at most 1 MiB at a time). Messages
-            up to it reach a busy parameter server's NIC whole and are served
-            one after another; longer ones stream in grants, interleave with
-            the other transfers and share the NIC (see
+        whole_message_bytes: the largest message that reaches a busy
+            parameter server's NIC whole, bytes. Messages up to it are served
+            one after another; longer ones stream, interleave with the other
+            transfers and share the NIC (see
             :func:`distsim.engines.prediction.fair_share_rate`). ``None``:
             every message is sent whole (one at a time).
         full_duplex: each direction has its own ``bandwidth_Bps`` (a switched
