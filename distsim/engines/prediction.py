@@ -205,12 +205,12 @@ def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]
 #: (``Result.meta["caveat"]``), before the scenario's own :func:`rhythm_range_s`. The lab's range is every
 #: single run of the network lab against its prediction, beside an unshaped run of the same cluster (each
 #: benchmark JSON's ``summary.ps_runs_vs_paired_pct``; ``tests/test_bench_network.py`` holds this text to
-#: them): the shortest, 2 workers of the wide MLP at 1000 Mbit/s (2026-11-26, BBR); the longest, 3 workers
-#: of the MLP at 20 Mbit/s (2026-11-26, CUBIC).
+#: them): the shortest, 3 workers of the wide MLP at 1000 Mbit/s (2026-11-26-full, BBR); the longest,
+#: 3 workers of the MLP at 20 Mbit/s (2026-11-26, CUBIC).
 PHASE_CAVEAT = (
     "workers' transfers through one parameter server's NIC can fall into turns or into lockstep, and this "
     "prediction does not follow which (it serves messages up to 1 MiB in turn and shares longer ones at "
-    "random phases); single runs in the network lab took from 24 % less to 45 % more time than predicted, "
+    "random phases); single runs in the network lab took from 28 % less to 45 % more time than predicted, "
     "depending on the rate, the workers, the message size and the run (data/measurements/README.md)")
 
 
