@@ -1,12 +1,11 @@
 """The network benchmark's bookkeeping of TCP congestion control, on the stored runs (running it needs root)."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from benchmark_scripts import load
 from distsim.engines.prediction import PHASE_CAVEAT
 
 REPO = Path(__file__).resolve().parents[1]
@@ -14,11 +13,7 @@ MEASUREMENTS = REPO / "data" / "measurements"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_network", REPO / "benchmarks" / "bench_network.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load("bench_network")
 
 
 def _runs(date: str) -> list[dict]:

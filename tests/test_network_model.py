@@ -290,3 +290,10 @@ def test_a_straggler_on_localhost_gives_every_task_its_own_port(tmp_path, strate
     addresses = [a for job in cluster.values() for a in job]
     assert len(addresses) == len(tasks) == len(set(addresses))
     assert all(a.startswith("localhost:") for a in addresses)
+
+
+def test_a_lab_scenario_refuses_a_worker_count_before_dividing_the_cores_by_it():
+    # It once divided this machine's cores by num_workers before any check: 0 raised ZeroDivisionError.
+    for bad in (0, -1, 2.5):
+        with _refused(f"num_workers={bad!r}; allowed: an integer >= 1"):
+            lab_scenario("parameter_server", bad, 100, hardware=_builtin())

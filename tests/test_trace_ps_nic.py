@@ -1,17 +1,12 @@
 """The PS NIC trace's bookkeeping, on segments laid out by hand (the capture itself needs root and a lab run)."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+
+from benchmark_scripts import load
 
 
 def _overlap():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "trace_ps_nic.py"
-    spec = importlib.util.spec_from_file_location("trace_ps_nic", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.overlap
+    return load("trace_ps_nic").overlap
 
 
 RATE_BPS = 1e6  # 1 MB/s, so a 10 ms bin carries 10 kB and a worker is active from 2 kB in a bin

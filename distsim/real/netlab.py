@@ -22,6 +22,7 @@ from distsim.real.calibrate import DEVICE_PRESET, INTER_LINK_PRESET, INTRA_LINK_
 from distsim.real.experiment import run
 from distsim.results.result import Result
 from distsim.scenario import Link, Scenario, load_preset, make_scenario, preset_names
+from distsim.validation import Integer
 
 #: Payload bytes per byte on the wire of an emulated NIC. A 1500-byte MTU
 #: frame is 1514 bytes at the qdisc (14 Ethernet + 20 IPv4 + 32 TCP with the
@@ -146,6 +147,7 @@ def lab_scenario(
         hardware: the presets (default :func:`lab_hardware`).
         seed: the scenario's seed.
     """
+    num_workers = Integer(1)("num_workers", num_workers)  # before it divides the cores
     hardware = hardware or lab_hardware()
     values, sources = load_preset("link", hardware.inter_link)
     # Every lab task has its own process and socket pairs, so even unshaped a PS sends while it receives.
