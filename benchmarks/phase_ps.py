@@ -40,6 +40,8 @@ def phases(time_s, worker) -> dict[int, np.ndarray]:
     time_s, worker = np.asarray(time_s, dtype=float), np.asarray(worker)
     if time_s.shape != worker.shape:
         raise InputError("worker", f"{worker.size} entries", f"one per apply time ({time_s.size})")
+    if not (np.all(np.isfinite(time_s)) and np.all(np.diff(time_s) >= 0)):
+        raise InputError("time_s", "not finite and in order", "apply times in apply order (non-decreasing)")
     own = time_s[worker == 0]
     if own.size < 2:
         raise InputError("worker", f"{own.size} update(s) by worker 0", "at least 2 (a cycle to place others in)")

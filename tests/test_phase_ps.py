@@ -37,3 +37,10 @@ def test_a_worker_0_without_a_cycle_is_refused():
         _phases()([0.0, 0.5], [0, 1])
     with pytest.raises(InputError, match="one per apply time"):
         _phases()([0.0, 0.5, 1.0], [0, 1])
+
+
+def test_apply_times_out_of_order_are_refused_not_placed_in_the_wrong_cycle():
+    # Unsorted, worker 1's 0.5 s would be placed against the wrong pair of worker 0's applies.
+    for bad in ([0.0, 1.0, 0.5, 2.0], [0.0, float("nan"), 1.0, 2.0]):
+        with pytest.raises(InputError, match=r"^time_s=.*allowed: apply times in apply order"):
+            _phases()(bad, [0, 0, 1, 0])

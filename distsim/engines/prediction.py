@@ -196,9 +196,13 @@ def _ceil(a, b):
 def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]:
     """The asynchronous update log of ``scenario`` (``training.steps`` updates
     per worker) and the costs behind it."""
-    p = steady.model_params(scenario)
-    costs = async_costs(p, plan(scenario), scenario.cluster.device.kind, scenario.training.shard_policy)
+    costs = _scenario_costs(scenario, plan(scenario))
     return _update_log(scenario, costs), costs
+
+
+def _scenario_costs(scenario: Scenario, plan_: StrategyPlan) -> AsyncCosts:
+    return async_costs(steady.model_params(scenario), plan_, scenario.cluster.device.kind,
+                       scenario.training.shard_policy)
 
 
 #: Said with every prediction of a parameter server whose NIC two or more workers' transfers queue at
@@ -214,13 +218,13 @@ PHASE_CAVEAT = (
     "depending on the rate, the workers, the message size and the run (data/measurements/README.md)")
 
 
-def phase_caveat(scenario: Scenario, costs: AsyncCosts, turns_s: float) -> str:
-    """:data:`PHASE_CAVEAT` and this scenario's two rhythms (:func:`rhythm_range_s`) where two or more
-    workers queue at a full-duplex PS NIC, else ``""``."""
+def phase_caveat(scenario: Scenario, costs: AsyncCosts, fifo: asyncps.UpdateLog) -> str:
+    """:data:`PHASE_CAVEAT` and this scenario's two rhythms (:func:`rhythm_range_s`; ``fifo`` is its
+    event-engine log) where two or more workers queue at a full-duplex PS NIC, else ``""``."""
     if not (costs.duplex and scenario.num_replicas >= 2):
         return ""
-    return (f"{PHASE_CAVEAT}; here a step takes about {_seconds(turns_s)} in turns and "
-            f"{_seconds(lockstep_step_s(costs, scenario.num_replicas))} in lockstep")
+    turns, lockstep = _rhythms(scenario, costs, fifo)
+    return f"{PHASE_CAVEAT}; here a step takes about {_seconds(turns)} in turns and {_seconds(lockstep)} in lockstep"
 
 
 def _seconds(t: float) -> str:
@@ -239,25 +243,26 @@ def rhythm_range_s(scenario: Scenario) -> tuple[float, float]:
     direction, and the slowest worker's own time (compute, latencies, its
     own link) comes on top (:func:`lockstep_step_s`). A prediction lies
     between them; real runs fall anywhere in between, and a little below
-    turns where the per-transfer costs are high (``data/measurements/README.md``).
+    turns where the model's per-transfer costs run high (``data/measurements/README.md``).
     """
     plan_ = plan(scenario)
     if plan_.mode != "async":
         raise InputError("strategy.mode", plan_.mode, "an asynchronous parameter-server scenario (mode='async')")
-    costs = async_costs(steady.model_params(scenario), plan_, scenario.cluster.device.kind,
-                        scenario.training.shard_policy)
-    turns = scenario.num_replicas / _fifo_update_log(scenario, costs).updates_per_s
-    return turns, lockstep_step_s(costs, scenario.num_replicas)
+    costs = _scenario_costs(scenario, plan_)
+    return _rhythms(scenario, costs, _fifo_update_log(scenario, costs))
+
+
+def _rhythms(scenario: Scenario, costs: AsyncCosts, fifo: asyncps.UpdateLog) -> tuple[float, float]:
+    """``(turns, lockstep)`` seconds per step, turns from the event engine's log ``fifo``."""
+    return scenario.num_replicas / fifo.updates_per_s, lockstep_step_s(costs, scenario.num_replicas)
 
 
 def lockstep_step_s(costs: AsyncCosts, workers: int) -> float:
     """Seconds per cycle (one update from each worker) when all ``workers``
     visit every PS station together: each station then holds them for
-    ``workers`` times its per-update demand (the NIC's bytes each way, the
-    host's two requests), and the slowest worker's own time is added."""
-    nic_s = float(costs.ps_service_s - costs.ps_request_s)
-    demand_s = 2 * nic_s + 2 * float(costs.ps_request_s)
-    return float(np.max(_own_s(costs, workers))) + workers * demand_s
+    ``workers`` times its per-update demand (the NIC's bytes each way and the
+    host's two requests: two PS services), and the slowest worker's own time is added."""
+    return float(np.max(_own_s(costs, workers))) + workers * 2 * float(costs.ps_service_s)
 
 
 def _own_s(costs: AsyncCosts, workers: int) -> np.ndarray:
@@ -354,8 +359,7 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
         trace=_async_trace(log, float(costs.push_s), float(costs.pull_s)),
         staleness=log.to_staleness(),
         scenario=scenario,
-        meta=_meta(scenario, plan_) | ({"caveat": caveat} if (caveat := phase_caveat(
-            scenario, costs, workers / fifo.updates_per_s)) else {}),
+        meta=_meta(scenario, plan_) | ({"caveat": caveat} if (caveat := phase_caveat(scenario, costs, fifo)) else {}),
     )
 
 
