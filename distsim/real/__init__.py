@@ -29,7 +29,7 @@ one task of a real multi-machine cluster (see ``distsim/real/README.md``).
 """
 
 from distsim.real.calibrate import Calibration, LinkFit, calibrate, fit_link
-from distsim.real.env import configure_tensorflow, describe_tensorflow, physical_gpu_count
+from distsim.real.env import configure_tensorflow, describe_tensorflow, physical_gpu_count, start_tensorflow
 from distsim.real.experiment import EmulationUnavailable, run, tpu_status
 from distsim.real.fault import (
     FaultToleranceRun,
@@ -106,6 +106,7 @@ __all__ = [
     "load_script",
     "localhost_cluster",
     "physical_gpu_count",
+    "start_tensorflow",
     "plan_from_scenario",
     "python_module_argv",
     "ProbeFailed",

@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -96,11 +97,48 @@ def prepare_environment(*, legacy_keras: bool = True) -> None:
     os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
 
 
+#: What TensorFlow's C++ start-up writes to stderr before its own log level applies (absl's
+#: pre-initialisation notice, oneDNN, the CUDA stub, cuInit, the CPU-feature guard): noise for a learner.
+STARTUP_NOISE = ("absl::InitializeLog", "oneDNN custom operations", "cudart_stub.cc", "cuInit",
+                 "cpu_feature_guard.cc", "Unable to register cu")
+
+
+def start_tensorflow(*, legacy_keras: bool = True):
+    """Import TensorFlow and list its physical devices with stderr held back, and return the module.
+
+    TensorFlow's C++ libraries log at load time and when they probe for GPUs,
+    before ``TF_CPP_MIN_LOG_LEVEL`` is read (absl's messages "before
+    InitializeLog" ignore it), so the setting alone cannot hide them. Their
+    file descriptor 2 is pointed at a temporary file for those two steps. If
+    the import fails, what it wrote is attached to the exception; otherwise it
+    is dropped. Listing physical devices does not start the runtime, so
+    logical devices can still be configured afterwards.
+    """
+    prepare_environment(legacy_keras=legacy_keras)
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"]
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            import tensorflow as tf
+
+            tf.config.list_physical_devices()
+        except BaseException as error:
+            os.dup2(saved, 2)
+            held.seek(0)
+            error.add_note("TensorFlow's start-up wrote:\n" + held.read().decode(errors="replace")[-3000:])
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+    return tf
+
+
 def physical_gpu_count() -> int:
     """Physical GPUs TensorFlow can see (listing them does not start its runtime)."""
-    prepare_environment()
-    import tensorflow as tf
-
+    tf = start_tensorflow()
     return len(tf.config.list_physical_devices("GPU"))
 
 
@@ -153,9 +191,7 @@ def configure_tensorflow(
         RuntimeError: TensorFlow already started with a different setup.
     """
     num_cpus, num_gpus = Integer(1)("num_cpus", num_cpus), Integer(0)("num_gpus", num_gpus)
-    prepare_environment(legacy_keras=legacy_keras)
-    import tensorflow as tf
-
+    tf = start_tensorflow(legacy_keras=legacy_keras)
     _set_logical(tf, tf.config.list_physical_devices("CPU")[0], num_cpus, "CPU", None)
     gpus = tf.config.list_physical_devices("GPU")
     if num_gpus and not gpus:
