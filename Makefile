@@ -73,11 +73,12 @@ BUILD := build
 notebooks-full: setup
 	MPLBACKEND=Agg $(BIN)/python scripts/nbtool.py execute --out $(BUILD)/notebooks $(NOTEBOOKS)
 
-# A browsable copy of the workbook: static HTML of the fully executed notebooks,
-# figures included, in build/book (open build/book/index.html).
+# The workbook as a book: Sphinx with myst-nb and sphinx-book-theme (book/conf.py) renders the
+# fully executed notebooks, with navigation, search and the workbook map as the front page, into
+# build/book (open build/book/index.html). The build needs no internet.
 book: notebooks-full
-	$(BIN)/jupyter nbconvert --to html --output-dir $(BUILD)/book $(BUILD)/notebooks/*.ipynb
-	$(BIN)/python scripts/nbtool.py index --out $(BUILD)/book $(NOTEBOOKS)
+	$(BIN)/python scripts/nbtool.py book --executed $(BUILD)/notebooks --out $(BUILD)/book-src $(NOTEBOOKS)
+	$(BIN)/sphinx-build -q -b html -c book $(BUILD)/book-src $(BUILD)/book
 
 data: $(STAMP)
 	$(BIN)/python data/make_mnist.py --tfds

@@ -18,9 +18,9 @@
     .venv/bin/python scripts/nbtool.py check notebooks/*.ipynb
         Check the house rules (see RULES and WORKBOOK_RULES below).
 
-    .venv/bin/python scripts/nbtool.py index --out build/book notebooks/*.ipynb
-        Write the book's index.html: every notebook's title, linked to its HTML page,
-        with the full run's time per notebook (``make book``).
+    .venv/bin/python scripts/nbtool.py book --executed build/notebooks --out build/book-src notebooks/*.ipynb
+        Write the book's sources for Sphinx (``make book``): the executed notebooks and
+        index.md, the workbook map (every notebook's title, first sentence and goals).
 
     .venv/bin/python scripts/nbtool.py stats notebooks/*.ipynb
         Markdown size and the code cells longer than 15 lines, per notebook.
@@ -54,7 +54,15 @@ def repository_url() -> str:
         return tomllib.load(f)["project"]["urls"]["Repository"]
 
 
-def setup_cell_source(url: str) -> str:
+#: Notebooks that use a TPU when the runtime has one: only their setup cell installs TensorFlow's TPU build.
+TPU_NOTEBOOKS = ("07_",)
+
+
+def uses_tpu(name: str) -> bool:
+    return name.startswith(TPU_NOTEBOOKS)
+
+
+def setup_cell_source(url: str, tpu: bool = False) -> str:
     return f'''# Setup: run this cell first (the same cell opens every notebook). Locally it only sets switches;
 # in Colab it fetches the workbook and installs what the runtime lacks.
 import os
@@ -62,21 +70,22 @@ import subprocess
 import sys
 
 REPO_URL = os.environ.get("DISTSIM_REPO_URL", "{url}")
+WORKBOOK = os.environ.get("DISTSIM_WORKBOOK_DIR", "/content/distsim-workbook")  # where Colab keeps the clone
 IN_COLAB = "google.colab" in sys.modules
-if IN_COLAB:
-    if not os.path.isdir("/content/distsim-workbook") and subprocess.run(
-            ["git", "clone", "-q", "--depth=1", REPO_URL, "/content/distsim-workbook"]).returncode:
-        raise RuntimeError(f"Could not clone {{REPO_URL}}. Set os.environ['DISTSIM_REPO_URL'] to the workbook's git "
-                           "URL and rerun, or upload the repository as a zip and unzip it to /content/distsim-workbook.")
-    os.chdir("/content/distsim-workbook/notebooks")
+if IN_COLAB and not (os.path.isdir(WORKBOOK)
+                     or subprocess.run(["git", "clone", "-q", "--depth=1", REPO_URL, WORKBOOK]).returncode == 0):
+    print(f"Could not clone {{REPO_URL}}: set os.environ['DISTSIM_REPO_URL'] to the workbook's git URL and rerun "
+          f"this cell, or upload the repository as a zip and unzip it to {{WORKBOOK}}.")
+elif IN_COLAB:
+    os.chdir(os.path.join(WORKBOOK, "notebooks"))
     sys.path.insert(0, os.getcwd())
     import colab_runtime
-    colab_runtime.install_missing()  # TensorFlow on TPU runtimes, and tf_keras matching it
+    print(*colab_runtime.install_missing(tpu={tpu}), sep="\\n")  # TensorFlow and tf_keras pinned as the workbook's
 REPO = os.path.dirname(os.getcwd())  # the workbook repository (notebooks run from notebooks/)
 sys.path.insert(0, REPO)
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))  # for subprocesses
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # tf_keras (Keras 2), before TensorFlow starts: see notebook 00
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # hide TensorFlow's C++ start-up chatter
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # hide TensorFlow's C++ log lines
 QUICK = os.environ.get("DISTSIM_QUICK") == "1"  # small data and few steps (set by `make test`)'''
 
 
@@ -101,7 +110,7 @@ def write_setup(path: Path) -> bool:
     i = setup_index(nb)
     if i is None:
         raise ValueError(f"{path.name}: no setup cell (a code cell mentioning IN_COLAB) to replace")
-    nb.cells[i].source = setup_cell_source(url)
+    nb.cells[i].source = setup_cell_source(url, uses_tpu(path.name))
     title = nb.cells[0]
     title.source = BADGE_RE.sub(badge(url, path.name), title.source)
     if nbformat.writes(nb) == before:
@@ -206,11 +215,11 @@ def first_contact_index(nb) -> int | None:
     return None
 
 
-def setup_ok(nb) -> bool:
+def setup_ok(nb, name: str) -> bool:
     """The first code cell is the canonical setup cell, and no other cell defines the switches."""
     defining = [c for c in _code(nb) if "IN_COLAB =" in c.source]
     return (len(defining) == 1 and defining[0] is _code(nb)[0]
-            and defining[0].source == setup_cell_source(repository_url()))
+            and defining[0].source == setup_cell_source(repository_url(), uses_tpu(name)))
 
 
 def url_only_in_setup(nb, name: str) -> bool:
@@ -231,7 +240,7 @@ RULES = {
     "a title": lambda nb, name: nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "),
     "learning goals": lambda nb, name: "learn" in nb.cells[0].source.lower(),
     "its Open in Colab badge": lambda nb, name: badge(repository_url(), name) in nb.cells[0].source,
-    "the canonical setup cell (nbtool setup writes it)": lambda nb, name: setup_ok(nb),
+    "the canonical setup cell (nbtool setup writes it)": lambda nb, name: setup_ok(nb, name),
     "the repository URL only in the setup cell and badge": url_only_in_setup,
     "two exercises": lambda nb, name: sum("## Exercise" in c.source for c in _markdown(nb)) >= 2,
     "a common errors section": lambda nb, name: any("## Common errors" in c.source for c in _markdown(nb)),
@@ -263,27 +272,39 @@ def check_workbook(paths: list[Path]) -> list[str]:
     return problems
 
 
-def write_index(paths: list[Path], out_dir: Path) -> Path:
-    """``out_dir/index.html``: a table of contents of the rendered notebooks."""
-    import html
+GOALS_LEAD = "In this notebook you will learn to:"
 
-    rows = []
-    for path in paths:
-        nb = nbformat.read(path, as_version=4)
-        title = nb.cells[0].source.splitlines()[0].lstrip("# ").strip()
-        executed = out_dir.parent / "notebooks" / path.name
-        seconds = nbformat.read(executed, as_version=4).metadata.get("distsim", {}).get("executed_seconds") \
-            if executed.exists() else None
-        when = f"{seconds:.0f} s" if seconds is not None else "not executed"
-        rows.append(f'<li><a href="{html.escape(path.stem)}.html">{html.escape(path.stem[:2])}: '
-                    f"{html.escape(title)}</a> <small>(full run: {when})</small></li>")
-    page = ("<!doctype html><meta charset='utf-8'><title>distsim workbook</title>"
-            "<h1>distsim: learn distributed training by predicting, running and comparing</h1>"
-            "<p>Every notebook below was executed in full mode; the figures and numbers are that run's.</p>"
-            f"<ol style='list-style: none'>{''.join(rows)}</ol>")
+
+def notebook_map_entry(nb, name: str) -> str:
+    """One notebook on the front page: its title (linked), the first sentence of its introduction, its goals."""
+    parts = nb.cells[0].source.split("\n\n")
+    title = parts[0].lstrip("# ").strip()
+    prose = [part for part in parts[1:] if not BADGE_RE.search(part) and not part.startswith(GOALS_LEAD)]
+    first = re.split(r"(?<=\.)\s", " ".join(prose[0].split()), maxsplit=1)[0] if prose else ""
+    lead = next((i for i, part in enumerate(parts) if part.startswith(GOALS_LEAD)), None)
+    goals = "" if lead is None else "\n".join(parts[lead].splitlines()[1:]) or parts[lead + 1]
+    return f"### [{title}]({name}.ipynb)\n\n{first}\n\n{goals}\n"
+
+
+def write_book_sources(paths: list[Path], executed_dir: Path, out_dir: Path) -> Path:
+    """The book's sources in ``out_dir`` (``make book`` renders them with ``book/conf.py``): each notebook
+    (the executed copy from ``executed_dir`` where there is one, else the committed file) and ``index.md``,
+    the workbook map: every notebook's title, first sentence and learning goals, in order."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "index.html").write_text(page)
-    return out_dir / "index.html"
+    entries = []
+    for path in paths:
+        source = executed_dir / path.name if (executed_dir / path.name).exists() else path
+        nb = nbformat.read(source, as_version=4)
+        nbformat.write(nb, out_dir / path.name)
+        entries.append(notebook_map_entry(nb, path.stem))
+    toctree = "\n".join(path.stem for path in paths)
+    page = ("# distsim: learn distributed training by predicting, running and comparing\n\n"
+            "Each notebook first **predicts** with the `distsim` simulator, then **runs** the same MNIST experiment "
+            "on real `tf.distribute`, then puts the two **side by side**. Read them in order, or jump to the "
+            "strategy you need.\n\n## The workbook map\n\n" + "\n".join(entries)
+            + f"\n```{{toctree}}\n:hidden:\n:maxdepth: 1\n\n{toctree}\n```\n")
+    (out_dir / "index.md").write_text(page)
+    return out_dir / "index.md"
 
 
 def stats(path: Path) -> str:
@@ -296,16 +317,18 @@ def stats(path: Path) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=["run", "execute", "setup", "check", "stats", "index"])
+    parser.add_argument("action", choices=["run", "execute", "setup", "check", "stats", "book"])
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "notebooks", help="execute: output folder")
+    parser.add_argument("--executed", type=Path, default=ROOT / "build" / "notebooks",
+                        help="book: where the executed notebooks are (committed ones stand in for missing ones)")
     parser.add_argument("--quick", action="store_true", help="execute: in quick mode (for looking at the outputs)")
     args = parser.parse_args()
     problems: list[str] = []
     total = 0.0
-    if args.action == "index":
-        print(write_index(args.notebooks, args.out))
+    if args.action == "book":
+        print(write_book_sources(args.notebooks, args.executed, args.out))
         return 0
     for path in args.notebooks:
         if args.action == "run":
