@@ -30,10 +30,8 @@ until it says the grid is done; it then writes
 provenance and ``summary``) and prints the table. ``--report`` rewrites that
 file from the stored runs.
 
-TCP's congestion control can shift how transfers that meet share a NIC (two
-parameter-server workers took turns under BBR and shared under CUBIC on
-2026-11-24, and took turns under both on 2026-11-26;
-``data/measurements/README.md``). The lab's namespaces inherit the machine's
+TCP's congestion control can shift how transfers that meet share a NIC
+(what the lab saw: ``data/measurements/README.md``). The lab's namespaces inherit the machine's
 unless ``--congestion-control`` names another; every run records the one it
 used, and one run folder holds one (name the run apart with ``--date``).
 """

@@ -75,10 +75,10 @@ PS_BATCH, PS_UPDATES = 4, 60
 #: Bytes the SGD update moves per parameter (the simulator's default for plain SGD).
 OPTIMIZER_BYTES_PER_PARAM = Training().optimizer_bytes_per_param
 
-#: Training steps per point of the step-time curves. At 30 steps two repeats
-#: of one point differed by up to 2x on the shared 2-core machine in a one-off
-#: check (2.9 and 6.1 ms at 64 examples), and every predicted ratio divides by
-#: the one-device point; 100 steps of a few milliseconds cost under a second.
+#: Training steps per point of the step-time curves: enough that timing noise
+#: on a shared machine stays small against the point, since every predicted
+#: ratio divides by the one-device point (the measurement behind the number:
+#: data/measurements/README.md, "Notes moved from docstrings").
 CURVE_STEPS = 100
 
 #: Names of the presets :func:`write_presets` writes.
