@@ -30,10 +30,8 @@ until it says the grid is done; it then writes
 provenance and ``summary``) and prints the table. ``--report`` rewrites that
 file from the stored runs.
 
-TCP's congestion control can shift how transfers that meet share a NIC (two
-parameter-server workers took turns under BBR and shared under CUBIC on
-2026-11-24, and took turns under both on 2026-11-26;
-``data/measurements/README.md``). The lab's namespaces inherit the machine's
+TCP's congestion control can shift how transfers that meet share a NIC
+(what the lab saw: ``data/measurements/README.md``). The lab's namespaces inherit the machine's
 unless ``--congestion-control`` names another; every run records the one it
 used, and one run folder holds one (name the run apart with ``--date``).
 """
@@ -342,10 +340,13 @@ def _extremes(values: list[float]) -> list[float] | None:
 
 
 def _summary(rows: list[dict]) -> dict:
-    """Median and largest |error| (percent) of ``rows``, and how many."""
+    """Median and largest |error| (percent) of ``rows``, paired and plain, and how many."""
     errors = np.abs([r["error_pct"] for r in rows])
+    plain = np.abs([r["plain_error_pct"] for r in rows])
     return {"median_abs_error": float(np.median(errors)) if rows else None,
-            "max_abs_error": float(np.max(errors)) if rows else None, "cells": len(rows)}
+            "max_abs_error": float(np.max(errors)) if rows else None, "cells": len(rows),
+            "plain_median_abs_error": float(np.median(plain)) if rows else None,
+            "plain_max_abs_error": float(np.max(plain)) if rows else None}
 
 
 def table(rows: list[dict]) -> str:
@@ -404,9 +405,11 @@ def report(state: State, out: Path) -> dict:
     for cell, reasons in result["failed"].items():
         print(f"FAILED {cell} ({len(reasons)} run(s)): {reasons[0]}")
     lab = s["lab_grid"]
-    print(f"\n{s['cells']} cells: median |error| {s['median_abs_error']:.1f} %, max {s['max_abs_error']:.1f} % "
-          f"(plain: {s['plain_median_abs_error']:.1f} %, {s['plain_max_abs_error']:.1f} %); the {lab['cells']} of "
-          f"LAB_GRID: {lab['median_abs_error']:.1f} %, {lab['max_abs_error']:.1f} %; wrote {out}")
+    print(f"\n{s['cells']} cells, plain (predicted shaped / measured shaped - 1): median |error| "
+          f"{s['plain_median_abs_error']:.1f} %, max {s['plain_max_abs_error']:.1f} %; paired with the unshaped run "
+          f"beside each: {s['median_abs_error']:.1f} %, {s['max_abs_error']:.1f} %; the {lab['cells']} of LAB_GRID: "
+          f"plain {lab['plain_median_abs_error']:.1f} %, {lab['plain_max_abs_error']:.1f} %, paired "
+          f"{lab['median_abs_error']:.1f} %, {lab['max_abs_error']:.1f} %; wrote {out}")
     if s["ps_runs_vs_paired_pct"]:
         low, high = s["ps_runs_vs_paired_pct"]
         print(f"parameter-server runs against their paired prediction: {low:+.1f} % to {high:+.1f} %")

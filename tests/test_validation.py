@@ -153,14 +153,42 @@ def test_cluster_cells_median_error_meets_the_target(everything):
     assert summary["median"] < summary["median_before"] / 2
 
 
-@pytest.mark.xfail(strict=True, reason="not met: AlexNet on 8 P100s (+34%) and InceptionV3 on 16-128 p2.xlarge "
-                                       "(-30% to -47%, their 1.25 Gbit/s link) miss; see data/reference/README.md")
-def test_cluster_cells_largest_error_meets_the_target(everything):
-    assert error_summary(everything)["all cluster tables"]["max"] <= 0.25
+# The unmet targets ratchet: today's figures are the ceilings, so a change can
+# only keep or improve them; each ceiling is today's value rounded up at the
+# third decimal (0.1 percentage point), and the target itself is the comment.
+# Lower a ceiling when a change improves the figure.
 
 
-@pytest.mark.xfail(strict=True, reason="not met: the Mirrored table stays at 13% (no sourced per-replica host "
-                                       "cost for GPUs); see data/reference/README.md")
-def test_seed_tables_mean_error_meets_the_target(comparisons):
+def test_cluster_cells_largest_error_does_not_grow(everything):
+    # Target: max <= 25 %. Not met: AlexNet on 8 P100s and InceptionV3 on
+    # 16-128 p2.xlarge (their 1.25 Gbit/s link) miss; see data/reference/README.md.
+    summary = error_summary(everything)["all cluster tables"]
+    assert summary["max"] <= 0.466, summary["max"]
+    assert summary["mean"] <= 0.093, summary["mean"]
+
+
+def test_seed_tables_mean_error_does_not_grow(comparisons):
+    # Target: mean <= 10 % per table. Not met by the Mirrored table (no
+    # sourced per-replica host cost for GPUs); see data/reference/README.md.
+    ceilings = {"mirrored_4x_gtx1080ti": (0.131, 0.170), "multi_worker_2x_k80": (0.084, 0.130)}
     for table_id, (_, cells) in comparisons.items():
-        assert np.mean([abs(c.error) for c in cells if not c.calibration]) <= 0.10, table_id
+        errors = [abs(c.error) for c in cells if not c.calibration]
+        mean_ceiling, max_ceiling = ceilings[table_id]
+        assert np.mean(errors) <= mean_ceiling, (table_id, np.mean(errors))
+        assert np.max(errors) <= max_ceiling, (table_id, np.max(errors))
+
+
+@pytest.mark.parametrize("table_id, row, target, metric", [
+    # 1 ns per epoch: no device that takes at least 0.1 us per example does an
+    # epoch of 23,262 examples that fast; before, the bisection returned 1e-7.
+    ("mirrored_4x_gtx1080ti", "cats_vs_dogs", 1e-9, "seconds per epoch"),
+    # A year per epoch needs more than 1 s per example; before, it returned 1.0.
+    ("mirrored_4x_gtx1080ti", "cats_vs_dogs", 3.2e7, "seconds per epoch"),
+    # 1e12 images/s on one P100 (the throughput direction of the same search).
+    ("tf_dgx1_p100", "ResNet-50", 1e12, "images per second"),
+])
+def test_calibration_refuses_a_single_device_value_it_cannot_reach(table_id, row, target, metric):
+    table = {t.id: t for t in TABLES + load_cluster_tables()}[table_id]
+    published = dict(table.published, **{row: [target, *table.published[row][1:]]})
+    with raises_input(f"{table_id}.published.{row}[0]", repr(target), f"a {metric} the single-device cell can reach"):
+        calibrate(dataclasses.replace(table, published=published))

@@ -271,15 +271,35 @@ def predicted_value(table: ReferenceTable, column: int, dataset: str, compute_s_
 predicted_seconds = predicted_value
 
 
+#: Seconds per example the calibration searches between: 0.1 us (far faster
+#: than any published device per example) to 1 s.
+_SOLVE_BOUNDS_S = (1e-7, 1.0)
+
+
 def _solve(table: ReferenceTable, dataset: str, target: float, mechanisms: bool) -> float:
     """Seconds per example that reproduce ``target`` in column 0 (bisection
-    in log space on the closed-form model, monotone in it)."""
-    lo, hi = 1e-7, 1.0
+    in log space on the closed-form model, monotone in it).
+
+    Raises:
+        InputError: at ``<table>.published.<row>[0]`` when no seconds per
+            example within :data:`_SOLVE_BOUNDS_S` reproduce ``target``
+            (the bisection would return a bound and every cell of the row
+            would be judged against a device that was never calibrated).
+    """
+    def slower(s: float) -> bool:
+        value = _value(table, cell_scenario(table, 0, dataset, s, mechanisms), closed_form=True)
+        return value < target if table.throughput else value > target
+
+    lo, hi = _SOLVE_BOUNDS_S
+    if slower(lo) or not slower(hi):
+        reachable = [_value(table, cell_scenario(table, 0, dataset, s, mechanisms), closed_form=True)
+                     for s in (hi, lo)]
+        raise InputError(f"{table.id}.published.{dataset}[0]", target,
+                         f"a {table.metric} the single-device cell can reach with {lo:g} to {hi:g} s per "
+                         f"example (from {reachable[0]:.4g} to {reachable[1]:.4g})")
     for _ in range(60):
         mid = math.sqrt(lo * hi)
-        value = _value(table, cell_scenario(table, 0, dataset, mid, mechanisms), closed_form=True)
-        slower = value < target if table.throughput else value > target
-        if slower:
+        if slower(mid):
             hi = mid
         else:
             lo = mid

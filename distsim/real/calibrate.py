@@ -75,10 +75,10 @@ PS_BATCH, PS_UPDATES = 4, 60
 #: Bytes the SGD update moves per parameter (the simulator's default for plain SGD).
 OPTIMIZER_BYTES_PER_PARAM = Training().optimizer_bytes_per_param
 
-#: Training steps per point of the step-time curves. At 30 steps two repeats
-#: of one point differed by up to 2x on the shared 2-core machine in a one-off
-#: check (2.9 and 6.1 ms at 64 examples), and every predicted ratio divides by
-#: the one-device point; 100 steps of a few milliseconds cost under a second.
+#: Training steps per point of the step-time curves: enough that timing noise
+#: on a shared machine stays small against the point, since every predicted
+#: ratio divides by the one-device point (the measurement behind the number:
+#: data/measurements/README.md, "Notes moved from docstrings").
 CURVE_STEPS = 100
 
 #: Names of the presets :func:`write_presets` writes.
@@ -368,6 +368,65 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
             "command": shlex.join([sys.executable, *sys.argv]),
         },
     )
+
+
+def rounds_from_calibration(stored: dict) -> tuple[list[dict], list[dict], list[float]]:
+    """``(local_rounds, collective_rounds, ps_rounds)`` of one round each, rebuilt
+    from a stored :meth:`Calibration.to_dict`: its per-point medians, which
+    :func:`fit` (a median per point, then the fits) turns back into the same
+    calibration. A calibration stored before the CentralStorage curve was
+    measured gets Mirrored's curve in its place, which fits
+    ``replica_variable_s = 0`` (the model of that time)."""
+    meta = stored["meta"]
+    intra, inter = stored["intra"], stored["inter"]
+    sizes = list(dict.fromkeys(intra["message_bytes"]))
+
+    def by_ranks(link: dict) -> dict[int, list[float]]:
+        times: dict[int, list[float]] = {}
+        for n, t in zip(link["ranks"], link["time_s"]):
+            times.setdefault(int(n), []).append(float(t))
+        return times
+
+    local = {
+        "batches": stored["batches"], "step_time_s": stored["step_time_s"], "memory_Bps": stored["memory_Bps"],
+        "sizes_bytes": sizes, "allreduce_s": by_ranks(intra), "replica_counts": stored["replica_counts"],
+        "replica_step_time_s": stored["replica_step_time_s"],
+        "central_step_time_s": stored.get("central_step_time_s", stored["replica_step_time_s"]),
+        "input_s_per_sample": stored["input_s_per_sample"], "matmul_flops_per_s": stored["matmul_flops_per_s"],
+        "device": meta["device"], "cpu_model": meta["cpu_model"], "tf_version": meta["tf_version"],
+        "cross_device_op": meta["intra_cross_device_op"],
+    }
+    collective = [{"workers": w, "allreduce_s": t, "cross_device_op": meta["inter_cross_device_op"]}
+                  for w, t in by_ranks(inter).items()]
+    return [local], collective, [stored["ps_update_s"]]
+
+
+def restrict_rounds(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], *, devices: Sequence[int],
+                    workers: Sequence[int]) -> tuple[list[dict], list[dict]]:
+    """The rounds with only the points of ``devices`` logical devices (the
+    all-reduces among exactly that many, the tiny-batch steps on up to the
+    largest) and ``workers`` worker processes, so that :func:`fit` learns
+    nothing from the counts a held-out configuration runs.
+
+    Raises:
+        InputError: at ``devices`` or ``workers`` when a count was not measured.
+    """
+    measured_devices = {int(n) for n in local_rounds[0]["allreduce_s"]}
+    measured_workers = {int(r["workers"]) for r in collective_rounds}
+    for name, wanted, have in (("devices", devices, measured_devices), ("workers", workers, measured_workers)):
+        if not wanted or not set(wanted) <= have:
+            raise InputError(name, list(wanted), f"a non-empty subset of the measured counts {sorted(have)}")
+    top = max(devices)
+    local = []
+    for r in local_rounds:
+        keep = [i for i, n in enumerate(r["replica_counts"]) if n <= top]
+        local.append(r | {
+            "allreduce_s": {k: v for k, v in r["allreduce_s"].items() if int(k) in devices},
+            "replica_counts": [r["replica_counts"][i] for i in keep],
+            "replica_step_time_s": [r["replica_step_time_s"][i] for i in keep],
+            "central_step_time_s": [r["central_step_time_s"][i] for i in keep],
+        })
+    return local, [r for r in collective_rounds if int(r["workers"]) in workers]
 
 
 # ---- running the micro-benchmarks -------------------------------------------------------------------

@@ -167,9 +167,8 @@ def described_congestion_control(description: str) -> str | None:
 
 def machine_congestion_control() -> str:
     """TCP's congestion control here, which new network namespaces inherit (``"unknown"`` if unreadable).
-    It can shift how transfers that meet share a NIC (in the lab on 2026-11-24, two PS workers took turns under
-    BBR and shared under CUBIC; on 2026-11-26 they took turns under both: ``data/measurements/README.md``), so
-    a result names it."""
+    It can shift how transfers that meet share a NIC (what the lab saw: ``data/measurements/README.md``), so a
+    result names it."""
     try:
         return Path(CONGESTION_CONTROL).read_text().strip()
     except OSError:

@@ -144,12 +144,10 @@ def message_Bps(bandwidth_Bps, payload_fraction=1.0, stack_bandwidth_Bps=None):
 
     The two form a pipeline: gRPC and TCP move a message in pieces, and the
     software prepares the next piece while the NIC sends this one, so a long
-    message goes at the slower stage's rate, not at the sum of both costs.
-    Measured: one PS worker of a 4 MB model over 1000 Mbit/s NICs, with no
-    other transfer to share with, added about 62 ms per step to its unshaped run,
-    less than the 68.1 ms its two transfers spend on the wire alone
-    (``data/measurements/README.md``). ``stack_bandwidth_Bps`` of ``None``
-    or NaN means free."""
+    message goes at the slower stage's rate, not at the sum of both costs
+    (the lab measurement behind it: ``data/measurements/README.md``, "Notes
+    moved from docstrings"). ``stack_bandwidth_Bps`` of ``None`` or NaN means
+    free."""
     wire_s_per_byte = 1.0 / (bandwidth_Bps * payload_fraction)
     if stack_bandwidth_Bps is None:
         return 1.0 / wire_s_per_byte
