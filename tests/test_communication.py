@@ -158,3 +158,47 @@ def test_sharded_ps_timeline_equals_closed_form():
                         grouping="per_tensor", steps=4, topology="pcie_k80_boards")
     # Both engines run the same exchange on the same ready times: float rounding only.
     np.testing.assert_allclose(simulate(scn).step_times_s[2:], float(step_model(scn).step_time_s), rtol=1e-9)
+
+
+def _with_latency(scn, link, latency_s):
+    return scn.replace(f"cluster.{link}.latency_s", latency_s)
+
+
+def test_nccl_adds_a_links_latency_beyond_its_hwlat_per_step():
+    # 2 GPUs, no topology (PCIe class), ring: 2(p-1) = 2 steps. A link latency at or below PCIe's Simple
+    # hwLat (5.7 us) is inside NCCL's table; 0.1 s adds 0.1 - 5.7 us to every step of either protocol.
+    scn = make_scenario("v100", "resnet50_224", "mirrored", 1, 2, intra_link="pcie3_x16", global_batch=64,
+                        protocol="nccl")
+    n, bw = 1000.0, 12e9
+    for latency in (1e-6, 5.7e-6):
+        comm, p = _comm(_with_latency(scn, "intra_link", latency))
+        ll = 6.6e-6 + 2 * 1.0e-6 + n / (0.5 * bw)
+        assert float(comm.time_s(p, n)) == pytest.approx(ll, rel=1e-12)
+    comm, p = _comm(_with_latency(scn, "intra_link", 0.1))
+    extra = 0.1 - 5.7e-6
+    ll = 6.6e-6 + 2 * (1.0e-6 + extra) + n / (0.5 * bw)
+    simple = 8.4e-6 + 2 * (5.7e-6 + extra) + n / bw
+    assert float(comm.time_s(p, n)) == pytest.approx(min(ll, simple), rel=1e-12)
+
+
+def test_nccl_between_nodes_pays_the_networks_latency_beyond_hwlat():
+    # 2 nodes x 1 GPU over ethernet_10g (50 us): a ring of 2 ranks, both steps between nodes (NET class, 14 us
+    # Simple hwLat), so each step costs hwLat_P + 36 us.
+    scn = make_scenario("v100", "resnet50_224", "multi_worker_mirrored", 2, 1, inter_link="ethernet_10g",
+                        global_batch=64, protocol="nccl")
+    comm, p = _comm(scn)
+    n, bw, extra = float(N), 1.25e9, 50e-6 - 14.0e-6
+    simple = 8.4e-6 + 2 * (14.0e-6 + extra) + n / bw
+    assert float(comm.time_s(p, n)) == pytest.approx(simple, rel=1e-12)
+
+
+def test_nccl_step_time_never_shrinks_when_latency_grows():
+    from distsim import predict
+    for link, workers, gpus, kw in (("intra_link", 1, 4, {}), ("inter_link", 2, 2, {"inter_link": "ethernet_10g"})):
+        strategy = "mirrored" if workers == 1 else "multi_worker_mirrored"
+        scn = make_scenario("v100", "resnet50_224", strategy, workers, gpus, global_batch=256, protocol="nccl", **kw)
+        steps = [predict(_with_latency(scn, link, a)).summary.step_time_s for a in (1e-6, 1e-4, 1e-2, 0.1)]
+        assert all(b >= a for a, b in zip(steps, steps[1:])), (link, steps)
+        # The last all-reduce (one bucket here) runs after the backward pass, so its 2(p-1) steps of 0.1 s
+        # each are exposed: the step grows by more than one of them.
+        assert steps[-1] - steps[0] > 0.1, (link, steps)
