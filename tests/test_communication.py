@@ -23,8 +23,8 @@ def _comm(scn):
 def test_ring_on_the_dgx1_mesh_uses_the_lanes_of_its_gpu_count():
     # dgx1_v100: 6 lanes for 8 GPUs, 4 for GPUs 0-3, 1 for a pair; 20 GB/s a lane (NCCL's figure).
     for gpus, lanes in ((8, 6), (4, 4), (2, 1)):
-        scn = make_scenario("v100", "resnet50_224", "mirrored", 1, gpus, intra_link="nvlink2",
-                            global_batch=64 * gpus).replace("cluster.topology", "dgx1_v100")
+        scn = make_scenario("v100", "resnet50_224", "mirrored", 1, gpus, intra_link="nvlink2", global_batch=64 * gpus,
+                            protocol="alpha_beta").replace("cluster.topology", "dgx1_v100")
         comm, p = _comm(scn)
         alpha = scn.cluster.intra_link.latency_s
         ring = 2 * (gpus - 1) * alpha + 2 * (gpus - 1) / gpus * N / (lanes * 20e9)
@@ -202,3 +202,23 @@ def test_nccl_step_time_never_shrinks_when_latency_grows():
         # The last all-reduce (one bucket here) runs after the backward pass, so its 2(p-1) steps of 0.1 s
         # each are exposed: the step grows by more than one of them.
         assert steps[-1] - steps[0] > 0.1, (link, steps)
+
+
+def test_tensorflows_default_implementation_is_nccl_only_for_mirrored_on_gpus():
+    # TF 2.21: MirroredStrategy -> NCCL on physical GPUs (mirrored_strategy.py:339-340, 388-402); RING on CPUs;
+    # MultiWorkerMirroredStrategy's AUTO in eager mode -> RING on GPUs too (collective_all_reduce_strategy.py).
+    cases = (("v100", "mirrored", 1, 4, {}, "nccl"),
+             ("v100", "mirrored", 1, 4, {"algorithm": "reduce_to_one"}, "alpha_beta"),
+             ("v100", "multi_worker_mirrored", 2, 4, {}, "alpha_beta"),
+             ("v100", "multi_worker_mirrored", 2, 4, {"protocol": "nccl"}, "nccl"),
+             ("v100", "mirrored", 1, 4, {"protocol": "alpha_beta"}, "alpha_beta"),
+             ("this_machine_core", "mirrored", 1, 4, {}, "alpha_beta"),
+             ("v100", "one_device", 1, 1, {}, "alpha_beta"))
+    for device, strategy, workers, gpus, kw, want in cases:
+        scn = make_scenario(device, "resnet50_224", strategy, workers, gpus, global_batch=64 * workers * gpus, **kw)
+        assert plan(scn).protocol == want, (strategy, kw)
+    # The default really prices NCCL: 4 GPUs on PCIe (no topology), ring of 6 steps, a 100 MiB gradient:
+    # Simple's base 8.4 us + 6 x 5.7 us (pcie3's 5 us is under PCIe's Simple hwLat) + 2 x 3/4 N / 12 GB/s.
+    scn = make_scenario("v100", "resnet50_224", "mirrored", 1, 4, intra_link="pcie3_x16", global_batch=256)
+    comm, p = _comm(scn)
+    assert float(comm.time_s(p, N)) == pytest.approx(8.4e-6 + 6 * 5.7e-6 + 2 * 3 / 4 * N / 12e9, rel=1e-12)

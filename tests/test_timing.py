@@ -70,6 +70,18 @@ def test_prefetch_overlaps_input_without_it_they_add():
     assert float(overlapped.step_time_s) == pytest.approx(max(input_s, device_s), rel=1e-9)
 
 
+def test_plain_keras_prefetches_by_default():
+    # TF 2.21: tf_keras fit on arrays ends its pipeline with prefetch(AUTOTUNE) (tf_keras/src/engine/
+    # data_adapter.py:366) and tf.data injects a prefetch after a final batch (inject_prefetch, default True:
+    # tensorflow/python/data/ops/options.py:369-375). So no strategy at all overlaps input with compute.
+    scn = make_scenario("gtx_1080_ti", "mobilenet_v2_224", "default", global_batch=64, steps=5)
+    input_s = 64 * 1.4e-3 + 64 * 602112 / 1.2e10  # the same hand derivation as the test above
+    device_s = 0.004 + 64 * 1.8e9 / (1.134e13 * 0.3) + 3504872 * 12 / 4.84e11
+    assert float(_model(scn).step_time_s) == pytest.approx(max(input_s, device_s), rel=1e-9)
+    assert float(_model(scn.replace("training.prefetch", False)).step_time_s) == pytest.approx(
+        input_s + device_s, rel=1e-9)
+
+
 def test_buckets_hide_all_reduce_behind_backward():
     kw = dict(device="k80", workload="resnet50_224", strategy="multi_worker_mirrored", num_workers=4,
               global_batch=128, inter_link="ethernet_10g", steps=4)

@@ -143,7 +143,7 @@ class Communication:
     @classmethod
     def of(cls, scenario: Scenario, plan_: StrategyPlan) -> "Communication":
         c, s = scenario.cluster, scenario.strategy
-        return cls(plan_, c.num_workers, c.devices_per_worker, c.topology, s.protocol, s.inter_algorithm,
+        return cls(plan_, c.num_workers, c.devices_per_worker, c.topology, plan_.protocol, s.inter_algorithm,
                    s.ps_local_sum, s.ps_placement)
 
     @property

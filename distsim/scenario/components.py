@@ -31,7 +31,7 @@ from distsim.validation import (
 DEVICE_KINDS: tuple[str, ...] = ("cpu", "gpu", "tpu")
 
 #: Strategy names: ``default`` is plain Keras without a strategy (no
-#: distributed iterator, so no prefetch unless the pipeline has one).
+#: distributed iterator; ``fit`` and tf.data still prefetch by default).
 STRATEGIES: tuple[str, ...] = (
     "default",
     "one_device",
@@ -401,9 +401,11 @@ class Strategy:
             default localhost cluster); that process handles one transfer
             at a time from start to end, latency included.
         protocol: how collectives are priced, one of :data:`PROTOCOLS`:
-            ``alpha_beta`` (the links' latency and bandwidth as given) or
-            ``nccl`` (NCCL's own tuning model: per-protocol latencies and
-            bandwidth; GPUs only).
+            ``alpha_beta`` (the links' latency and bandwidth as given: TF's
+            own RING collective, or any non-NCCL op) or ``nccl`` (NCCL's own
+            tuning model: per-protocol latencies and bandwidth; GPUs only).
+            ``None`` is TensorFlow's default implementation
+            (:func:`distsim.mechanics.strategies.default_protocol`).
         inter_algorithm: the hierarchical all-reduce's algorithm between
             nodes, one of :data:`INTER_ALGORITHMS` (``algorithm`` must be
             ``hierarchical`` for any but ``ring``).
@@ -422,7 +424,7 @@ class Strategy:
     mode: str | None = checked(Optional(OneOf(MODES), "the strategy's default"), default=None)
     num_ps: int = checked(Integer(1, 10_000), default=1)
     ps_cluster: str = checked(OneOf(PS_CLUSTERS), default="processes")
-    protocol: str = checked(OneOf(PROTOCOLS), default="alpha_beta")
+    protocol: str | None = checked(Optional(OneOf(PROTOCOLS), "TensorFlow's default"), default=None)
     inter_algorithm: str = checked(OneOf(INTER_ALGORITHMS), default="ring")
     ps_local_sum: bool = checked(Boolean(), default=False)
     ps_placement: str = checked(OneOf(PS_PLACEMENTS), default="own_hosts")
@@ -457,9 +459,9 @@ class Training:
         drop_remainder: ``batch(..., drop_remainder=True)``.
         steps: steps the timeline simulates (or updates per worker, async).
         epochs: epochs (for the epoch time and the total).
-        prefetch: overlap input with compute; ``None`` = the strategy's
-            default (tf.distribute's distributed iterator prefetches, plain
-            Keras without a strategy does not).
+        prefetch: overlap input with compute; ``None`` = TensorFlow 2.21's
+            default, which prefetches with every strategy and without one
+            (see :mod:`distsim.mechanics.strategies`).
         shuffle_buffer: ``shuffle(buffer)`` elements that must be read before
             the first batch of every epoch (0 = no shuffle).
         input_threads: parallel calls of the input map (1 = plain ``map``).
