@@ -107,6 +107,13 @@ class Device:
             variables on every replica pay it per replica; central_storage,
             which keeps one copy, pays it once per step. At most
             ``replica_dispatch_s``; 0 when not measured.
+        kernel_launch_s: host seconds to launch one kernel. A process that
+            drives several devices launches the other replicas' kernels while
+            they compute: ``(devices_per_worker - 1) x 4 x
+            num_gradient_tensors`` launches a step, and a replica's compute
+            takes at least that long (``data/reference/RULES.md`` rules
+            16-18). 0 where kernels are not launched one by one (CPUs,
+            XLA-compiled TPU steps).
         activation_value_bytes: bytes one stored activation value takes in
             the precision training usually runs in on this device: 4 for
             float32 (TF32 tensor-core math still stores float32), 2 where
@@ -125,6 +132,7 @@ class Device:
     step_overhead_s: float = checked(_SECONDS)
     replica_dispatch_s: float = checked(_SECONDS, default=0.0)
     replica_variable_s: float = checked(_SECONDS, default=0.0)
+    kernel_launch_s: float = checked(_SECONDS, default=0.0)
     activation_value_bytes: int = checked(OneOf((2, 4)), default=4)
     sources: dict = _sources()
 
