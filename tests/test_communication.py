@@ -23,8 +23,8 @@ def _comm(scn):
 def test_ring_on_the_dgx1_mesh_uses_the_lanes_of_its_gpu_count():
     # dgx1_v100: 6 lanes for 8 GPUs, 4 for GPUs 0-3, 1 for a pair; 20 GB/s a lane (NCCL's figure).
     for gpus, lanes in ((8, 6), (4, 4), (2, 1)):
-        scn = make_scenario("v100", "resnet50_224", "mirrored", 1, gpus, intra_link="nvlink2",
-                            global_batch=64 * gpus).replace("cluster.topology", "dgx1_v100")
+        scn = make_scenario("v100", "resnet50_224", "mirrored", 1, gpus, intra_link="nvlink2", global_batch=64 * gpus,
+                            protocol="alpha_beta").replace("cluster.topology", "dgx1_v100")
         comm, p = _comm(scn)
         alpha = scn.cluster.intra_link.latency_s
         ring = 2 * (gpus - 1) * alpha + 2 * (gpus - 1) / gpus * N / (lanes * 20e9)
@@ -158,3 +158,67 @@ def test_sharded_ps_timeline_equals_closed_form():
                         grouping="per_tensor", steps=4, topology="pcie_k80_boards")
     # Both engines run the same exchange on the same ready times: float rounding only.
     np.testing.assert_allclose(simulate(scn).step_times_s[2:], float(step_model(scn).step_time_s), rtol=1e-9)
+
+
+def _with_latency(scn, link, latency_s):
+    return scn.replace(f"cluster.{link}.latency_s", latency_s)
+
+
+def test_nccl_adds_a_links_latency_beyond_its_hwlat_per_step():
+    # 2 GPUs, no topology (PCIe class), ring: 2(p-1) = 2 steps. A link latency at or below PCIe's Simple
+    # hwLat (5.7 us) is inside NCCL's table; 0.1 s adds 0.1 - 5.7 us to every step of either protocol.
+    scn = make_scenario("v100", "resnet50_224", "mirrored", 1, 2, intra_link="pcie3_x16", global_batch=64,
+                        protocol="nccl")
+    n, bw = 1000.0, 12e9
+    for latency in (1e-6, 5.7e-6):
+        comm, p = _comm(_with_latency(scn, "intra_link", latency))
+        ll = 6.6e-6 + 2 * 1.0e-6 + n / (0.5 * bw)
+        assert float(comm.time_s(p, n)) == pytest.approx(ll, rel=1e-12)
+    comm, p = _comm(_with_latency(scn, "intra_link", 0.1))
+    extra = 0.1 - 5.7e-6
+    ll = 6.6e-6 + 2 * (1.0e-6 + extra) + n / (0.5 * bw)
+    simple = 8.4e-6 + 2 * (5.7e-6 + extra) + n / bw
+    assert float(comm.time_s(p, n)) == pytest.approx(min(ll, simple), rel=1e-12)
+
+
+def test_nccl_between_nodes_pays_the_networks_latency_beyond_hwlat():
+    # 2 nodes x 1 GPU over ethernet_10g (50 us): a ring of 2 ranks, both steps between nodes (NET class, 14 us
+    # Simple hwLat), so each step costs hwLat_P + 36 us.
+    scn = make_scenario("v100", "resnet50_224", "multi_worker_mirrored", 2, 1, inter_link="ethernet_10g",
+                        global_batch=64, protocol="nccl")
+    comm, p = _comm(scn)
+    n, bw, extra = float(N), 1.25e9, 50e-6 - 14.0e-6
+    simple = 8.4e-6 + 2 * (14.0e-6 + extra) + n / bw
+    assert float(comm.time_s(p, n)) == pytest.approx(simple, rel=1e-12)
+
+
+def test_nccl_step_time_never_shrinks_when_latency_grows():
+    from distsim import predict
+    for link, workers, gpus, kw in (("intra_link", 1, 4, {}), ("inter_link", 2, 2, {"inter_link": "ethernet_10g"})):
+        strategy = "mirrored" if workers == 1 else "multi_worker_mirrored"
+        scn = make_scenario("v100", "resnet50_224", strategy, workers, gpus, global_batch=256, protocol="nccl", **kw)
+        steps = [predict(_with_latency(scn, link, a)).summary.step_time_s for a in (1e-6, 1e-4, 1e-2, 0.1)]
+        assert all(b >= a for a, b in zip(steps, steps[1:])), (link, steps)
+        # The last all-reduce (one bucket here) runs after the backward pass, so its 2(p-1) steps of 0.1 s
+        # each are exposed: the step grows by more than one of them.
+        assert steps[-1] - steps[0] > 0.1, (link, steps)
+
+
+def test_tensorflows_default_implementation_is_nccl_only_for_mirrored_on_gpus():
+    # TF 2.21: MirroredStrategy -> NCCL on physical GPUs (mirrored_strategy.py:339-340, 388-402); RING on CPUs;
+    # MultiWorkerMirroredStrategy's AUTO in eager mode -> RING on GPUs too (collective_all_reduce_strategy.py).
+    cases = (("v100", "mirrored", 1, 4, {}, "nccl"),
+             ("v100", "mirrored", 1, 4, {"algorithm": "reduce_to_one"}, "alpha_beta"),
+             ("v100", "multi_worker_mirrored", 2, 4, {}, "alpha_beta"),
+             ("v100", "multi_worker_mirrored", 2, 4, {"protocol": "nccl"}, "nccl"),
+             ("v100", "mirrored", 1, 4, {"protocol": "alpha_beta"}, "alpha_beta"),
+             ("this_machine_core", "mirrored", 1, 4, {}, "alpha_beta"),
+             ("v100", "one_device", 1, 1, {}, "alpha_beta"))
+    for device, strategy, workers, gpus, kw, want in cases:
+        scn = make_scenario(device, "resnet50_224", strategy, workers, gpus, global_batch=64 * workers * gpus, **kw)
+        assert plan(scn).protocol == want, (strategy, kw)
+    # The default really prices NCCL: 4 GPUs on PCIe (no topology), ring of 6 steps, a 100 MiB gradient:
+    # Simple's base 8.4 us + 6 x 5.7 us (pcie3's 5 us is under PCIe's Simple hwLat) + 2 x 3/4 N / 12 GB/s.
+    scn = make_scenario("v100", "resnet50_224", "mirrored", 1, 4, intra_link="pcie3_x16", global_batch=256)
+    comm, p = _comm(scn)
+    assert float(comm.time_s(p, N)) == pytest.approx(8.4e-6 + 6 * 5.7e-6 + 2 * 3 / 4 * N / 12e9, rel=1e-12)

@@ -297,3 +297,22 @@ def test_a_lab_scenario_refuses_a_worker_count_before_dividing_the_cores_by_it()
     for bad in (0, -1, 2.5):
         with _refused(f"num_workers={bad!r}; allowed: an integer >= 1"):
             lab_scenario("parameter_server", bad, 100, hardware=_builtin())
+
+
+def test_the_phase_caveat_states_the_scenarios_own_message_rule():
+    # The lab's links pass messages up to 1 MiB whole (netlab.WHOLE_MESSAGE_BYTES); a link without the field
+    # sends every message whole, and its caveat must not quote the lab's rule.
+    lab = lab_scenario("parameter_server", 2, 20, workload="mnist_mlp_wide", steps=20, hardware=_builtin())
+    assert lab.cluster.inter_link.whole_message_bytes == 2**20
+    shard_mib = lab.workload.gradient_bytes / 2**20
+    said = distsim.predict(lab).meta["caveat"]
+    assert "messages up to 1 MiB whole" in said and f"each {shard_mib:.3g} MiB transfer" in said
+    assert ("streams" in said) == (lab.workload.gradient_bytes > 2**20)
+    plain = lab.replace("cluster.inter_link.whole_message_bytes", None)
+    said = distsim.predict(plain).meta["caveat"]
+    assert "MiB whole" not in said and "1 MiB" not in said
+    assert f"whole_message_bytes is not set, so this prediction serves every {shard_mib:.3g} MiB transfer whole" in said
+    # A window of 64 MiB: the wide MLP's transfers now arrive whole.
+    wide = lab.replace("cluster.inter_link.whole_message_bytes", 64 * 2**20)
+    said = distsim.predict(wide).meta["caveat"]
+    assert "messages up to 64 MiB whole" in said and "arrives whole and is served in turn" in said

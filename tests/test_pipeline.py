@@ -173,6 +173,21 @@ def test_transfer_time_is_alpha_beta():
     assert run.trace.busy_s("comm") == pytest.approx(2 * hop, rel=REL)
 
 
+def test_hardware_config_moves_messages_at_the_links_effective_rate():
+    # TCP over 1 Gbit/s Ethernet: 1448 payload bytes per 1514 on the wire; a stack of 80 MB/s is slower still.
+    model = dense_model([784, 300, 10])
+    core = _preset(Device, "device", "this_machine_core")
+    wire = Link("nic", bandwidth_Bps=1.25e8, latency_s=1e-4, payload_fraction=1448 / 1514)
+    assert config_for_hardware(model, (1, 1), 64, 4, core, wire).link_bandwidth_Bps == pytest.approx(
+        1.25e8 * 1448 / 1514, rel=1e-12)
+    stacked = Link("nic", bandwidth_Bps=1.25e8, latency_s=1e-4, payload_fraction=1448 / 1514,
+                   stack_bandwidth_Bps=8e7)
+    cfg = config_for_hardware(model, (1, 1), 64, 4, core, stacked)
+    assert cfg.link_bandwidth_Bps == pytest.approx(8e7, rel=1e-12)
+    hop = 1e-4 + 16 * 300 * 4 / 8e7  # a micro-batch of 16 examples' 300 float32 activations
+    assert cfg.transfer_s() == pytest.approx([hop], rel=REL)
+
+
 def test_memory_per_stage():
     model = dense_model([784, 256, 128, 10])
     for schedule, expect in (("naive", [1, 1, 1]), ("gpipe", [8, 8, 8]), ("1f1b", [3, 2, 1])):

@@ -70,6 +70,34 @@ def test_prefetch_overlaps_input_without_it_they_add():
     assert float(overlapped.step_time_s) == pytest.approx(max(input_s, device_s), rel=1e-9)
 
 
+def test_plain_keras_prefetches_by_default():
+    # TF 2.21: tf_keras fit on arrays ends its pipeline with prefetch(AUTOTUNE) (tf_keras/src/engine/
+    # data_adapter.py:366) and tf.data injects a prefetch after a final batch (inject_prefetch, default True:
+    # tensorflow/python/data/ops/options.py:369-375). So no strategy at all overlaps input with compute.
+    scn = make_scenario("gtx_1080_ti", "mobilenet_v2_224", "default", global_batch=64, steps=5)
+    input_s = 64 * 1.4e-3 + 64 * 602112 / 1.2e10  # the same hand derivation as the test above
+    device_s = 0.004 + 64 * 1.8e9 / (1.134e13 * 0.3) + 3504872 * 12 / 4.84e11
+    assert float(_model(scn).step_time_s) == pytest.approx(max(input_s, device_s), rel=1e-9)
+    assert float(_model(scn.replace("training.prefetch", False)).step_time_s) == pytest.approx(
+        input_s + device_s, rel=1e-9)
+
+
+def test_launching_other_replicas_kernels_overlaps_compute_and_exposes_only_the_excess():
+    # RULES.md rules 16-18: one process driving 8 V100s launches the other 7 replicas' kernels, 4 per gradient
+    # tensor (the MNIST MLP has 4), 5 us each: 7 x 16 x 5 us = 0.56 ms of host time, overlapped with compute.
+    launches = 7 * 4 * 4 * 5e-6
+    for batch in (64, 60_000):
+        scn = make_scenario("v100", "mnist_mlp", "mirrored", 1, 8, global_batch=batch, steps=4)
+        free = scn.replace("cluster.device.kernel_launch_s", 0.0)
+        q = batch / 8 * 609_792 / (15.7e12 * 0.3)  # the replica's forward + backward (preset FLOPs)
+        expected = max(0.0, launches - q)  # one bucket after the backward pass: the delay passes through whole
+        assert float(_model(scn).step_time_s) - float(_model(free).step_time_s) == pytest.approx(expected, abs=1e-12)
+        np.testing.assert_allclose(simulate(scn).step_times_s[2:], float(_model(scn).step_time_s), rtol=1e-9)
+    assert 60_000 / 8 * 609_792 / (15.7e12 * 0.3) > launches  # the big batch hides every launch
+    one = make_scenario("v100", "mnist_mlp", "one_device", global_batch=64, steps=4)  # a process with one device
+    assert float(_model(one).step_time_s) == float(_model(one.replace("cluster.device.kernel_launch_s", 0.0)).step_time_s)
+
+
 def test_buckets_hide_all_reduce_behind_backward():
     kw = dict(device="k80", workload="resnet50_224", strategy="multi_worker_mirrored", num_workers=4,
               global_batch=128, inter_link="ethernet_10g", steps=4)

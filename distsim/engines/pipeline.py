@@ -278,8 +278,8 @@ class PipelineConfig:
         flops_per_s: sustained FLOP/s of one device (or, with
             ``devices_share_cores``, of the one processor all stages share).
         link_latency_s: latency of one transfer between neighbouring stages.
-        link_bandwidth_Bps: bandwidth between neighbouring stages, bytes/s
-            (``math.inf`` for free transfers).
+        link_bandwidth_Bps: message bytes per second between neighbouring
+            stages (``math.inf`` for free transfers).
         overhead_s: fixed cost of each forward or backward pass of one stage
             on one micro-batch (kernel launches, framework dispatch), seconds.
         schedule: one of :data:`SCHEDULES`.
@@ -644,7 +644,9 @@ def config_for_hardware(
     Args:
         device: a :class:`distsim.scenario.Device` (its ``effective_flops``
             and ``memory_bytes`` are used).
-        link: a :class:`distsim.scenario.Link` between neighbouring stages.
+        link: a :class:`distsim.scenario.Link` between neighbouring stages
+            (its message rate, :attr:`~distsim.scenario.Link.effective_Bps`:
+            the wire's payload share or the hosts' network software).
         physical_cores: for logical devices that share one processor: the
             stages then share ``physical_cores`` x ``device``'s compute
             (``devices_share_cores=True``), as one device alone would use it
@@ -665,7 +667,7 @@ def config_for_hardware(
         num_microbatches=num_microbatches,
         flops_per_s=device.effective_flops * (physical_cores if shared else 1),
         link_latency_s=link.latency_s,
-        link_bandwidth_Bps=link.bandwidth_Bps,
+        link_bandwidth_Bps=link.effective_Bps,  # payload fraction and host stack, as every other engine
         devices_share_cores=shared,
         device_memory_bytes=device.memory_bytes,
         **options,

@@ -213,18 +213,37 @@ def _scenario_costs(scenario: Scenario, plan_: StrategyPlan) -> AsyncCosts:
 #: 3 workers of the MLP at 20 Mbit/s (2026-11-26, CUBIC).
 PHASE_CAVEAT = (
     "workers' transfers through one parameter server's NIC can fall into turns or into lockstep, and this "
-    "prediction does not follow which (it serves messages up to 1 MiB in turn and shares longer ones at "
-    "random phases); single runs in the network lab took from 28 % less to 45 % more time than predicted, "
-    "depending on the rate, the workers, the message size and the run (data/measurements/README.md)")
+    "prediction does not follow which; single runs in the network lab took from 28 % less to 45 % more time "
+    "than predicted, depending on the rate, the workers, the message size and the run "
+    "(data/measurements/README.md)")
 
 
 def phase_caveat(scenario: Scenario, costs: AsyncCosts, fifo: asyncps.UpdateLog) -> str:
-    """:data:`PHASE_CAVEAT` and this scenario's two rhythms (:func:`rhythm_range_s`; ``fifo`` is its
-    event-engine log) where two or more workers queue at a full-duplex PS NIC, else ``""``."""
+    """:data:`PHASE_CAVEAT`, the message rule of this scenario's own link (:func:`message_rule`) and its
+    two rhythms (:func:`rhythm_range_s`; ``fifo`` is its event-engine log) where two or more workers
+    queue at a full-duplex PS NIC, else ``""``."""
     if not (costs.duplex and scenario.num_replicas >= 2):
         return ""
     turns, lockstep = _rhythms(scenario, costs, fifo)
-    return f"{PHASE_CAVEAT}; here a step takes about {_seconds(turns)} in turns and {_seconds(lockstep)} in lockstep"
+    return (f"{PHASE_CAVEAT}; {message_rule(scenario)}; here a step takes about {_seconds(turns)} in turns "
+            f"and {_seconds(lockstep)} in lockstep")
+
+
+def message_rule(scenario: Scenario) -> str:
+    """How this prediction serves a PS shard's transfers, from ``inter_link.whole_message_bytes``
+    and the shard's bytes (:func:`streamed`)."""
+    window = scenario.cluster.inter_link.whole_message_bytes
+    shard = _mib(scenario.workload.gradient_bytes / plan(scenario).options.get("num_shards", 1))
+    if window is None:
+        return (f"inter_link.whole_message_bytes is not set, so this prediction serves every {shard} transfer "
+                "whole, one after another")
+    how = "streams and shares the NIC at random phases" if streamed(scenario) else "arrives whole and is served in turn"
+    return (f"this link passes messages up to {_mib(window)} whole (inter_link.whole_message_bytes), so each "
+            f"{shard} transfer {how}")
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:.3g} MiB"
 
 
 def _seconds(t: float) -> str:

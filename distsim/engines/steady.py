@@ -74,6 +74,8 @@ MODEL_FIELDS: tuple[str, ...] = (
     "cluster.device.step_overhead_s",
     "cluster.device.replica_dispatch_s",
     "cluster.device.replica_variable_s",
+    "cluster.device.kernel_launch_s",
+    "workload.num_gradient_tensors",
     "cluster.intra_link.bandwidth_Bps",
     "cluster.intra_link.latency_s",
     "cluster.inter_link.bandwidth_Bps",
@@ -294,6 +296,20 @@ def seconds_per_example(p: dict, device_kind: str) -> np.ndarray:
     return np.where(np.isnan(measured), derived, measured) / _worker_cores(p, device_kind)
 
 
+#: Kernels one replica launches per step, per gradient tensor: forward, backward, its collective, its
+#: update (an upper bound: a fused batch norm's two tensors share one kernel each way; RULES.md rule 17).
+KERNELS_PER_TENSOR = 4
+
+
+def launch_s(p: dict) -> np.ndarray:
+    """Host seconds per step launching the kernels of a worker's other
+    replicas, overlapped with compute: a replica's compute lasts at least this
+    long (``data/reference/RULES.md`` rule 16; one replica's launches are in
+    ``step_overhead_s``)."""
+    others = p["cluster.devices_per_worker"] - 1
+    return others * KERNELS_PER_TENSOR * p["workload.num_gradient_tensors"] * p["cluster.device.kernel_launch_s"]
+
+
 def host_slowdown(p: dict, device_kind: str) -> np.ndarray:
     """How much slower a worker's single-threaded host work runs: ``1 /
     physical_cores`` when its process has less than one core, else 1."""
@@ -360,7 +376,7 @@ def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, 
     workers = p["cluster.num_workers"]
     local = p["cluster.devices_per_worker"]
     b = ceil_div(global_examples, workers * local).astype(float)
-    compute = b * seconds_per_example(p, device_kind)
+    compute = np.maximum(b * seconds_per_example(p, device_kind), launch_s(p))
     overhead, dispatch = host_costs_s(p, plan_, device_kind)
     backward = compute * 2 / 3
     chain = np.zeros_like(b) if collectives is None else collectives.chain_s(p, backward) * np.ones_like(b)

@@ -251,7 +251,7 @@ def _simulate_step(setup: _Setup, examples: int, batches: np.ndarray, factor: np
     in_end = in_start + setup.input_s(examples) + (setup.fill_s if epoch_start else 0.0)
     host_start = np.maximum(in_end, dev_free.reshape(setup.workers, setup.local).max(axis=1))
     dispatch_end = host_start[setup.worker_of] + setup.overhead_s + (setup.local_index + 1) * setup.dispatch_s
-    work = batches * setup.per_example_s * factor
+    work = np.maximum(batches * setup.per_example_s * factor, float(steady.launch_s(setup.p)))
     compute_start = _compute_starts(setup, dispatch_end, work)
     forward_end = compute_start + work / 3
     start, end, done = _collectives(setup, forward_end, 2 * work / 3)

@@ -23,6 +23,16 @@ the server's wiring and the framework's implementation:
   bandwidth with a higher latency: that is the small-message ramp of
   nccl-tests' bus bandwidth. LL128 is left out (NCCL enables it by default
   only on some generations and links).
+  **The link's own latency under NCCL.** NCCL's ``hwLat`` per step is the
+  software plus hardware latency of one chunk on the link class it was tuned
+  on (tuning.cc: "Tree/Simple is the latency a 256kB chunk, which is ~ base
+  lat + 256k/12GB/s"), so a link preset at or below the class's Simple
+  ``hwLat`` (NVLink 3 us, PCIe 5 us, InfiniBand 2 us) adds nothing. A
+  ``latency_s`` above it (TCP/gRPC Ethernet's 50 us against NET's 14 us, a
+  what-if of 0.1 s) is wire or stack time NCCL's table does not hold, and
+  every step of either protocol waits for it: each step costs ``hwLat_P +
+  max(0, latency_s - hwLat_Simple)`` (:func:`nccl_step_s`). Step time never
+  shrinks when a link's latency grows.
 * **Hierarchical all-reduce**: reduce-scatter and all-gather over the L
   devices of a node, and between the M nodes the chosen
   ``Strategy.inter_algorithm`` on the whole message through each node's NIC
@@ -72,6 +82,13 @@ NCCL_TREE_BASE_S = {"LL": 6.8e-6, "Simple": 8.4e-6}
 NCCL_TREE_NET_STEP_S = {"LL": 5.0e-6, "Simple": 14.0e-6}
 #: Share of the link bandwidth each protocol delivers (tuning.cc: LL halves busBw).
 NCCL_EFFICIENCY = {"LL": 0.5, "Simple": 1.0}
+
+
+def nccl_step_s(kind: str, proto: str, latency_s):
+    """Seconds of one NCCL ring step over a link of class ``kind`` (``nvlink``,
+    ``pcie``, ``net``) with protocol ``proto``: NCCL's ``hwLat`` plus the link's
+    ``latency_s`` beyond the class's Simple ``hwLat`` (see the module docstring)."""
+    return NCCL_STEP_S[kind][proto] + np.maximum(0.0, np.asarray(latency_s, dtype=float) - NCCL_STEP_S[kind]["Simple"])
 
 
 def link_Bps(p: dict, link: str) -> np.ndarray:
@@ -126,7 +143,7 @@ class Communication:
     @classmethod
     def of(cls, scenario: Scenario, plan_: StrategyPlan) -> "Communication":
         c, s = scenario.cluster, scenario.strategy
-        return cls(plan_, c.num_workers, c.devices_per_worker, c.topology, s.protocol, s.inter_algorithm,
+        return cls(plan_, c.num_workers, c.devices_per_worker, c.topology, plan_.protocol, s.inter_algorithm,
                    s.ps_local_sum, s.ps_placement)
 
     @property
@@ -187,7 +204,7 @@ class Communication:
             return a1, b1, a2, b2
         kind = "pcie" if self.topology is None or self.topology.kind == "pcie_tree" else "nvlink"
         eff = NCCL_EFFICIENCY[proto]
-        return NCCL_STEP_S[kind][proto], b1 * eff, NCCL_STEP_S["net"][proto], b2 * eff
+        return nccl_step_s(kind, proto, a1), b1 * eff, nccl_step_s("net", proto, a2), b2 * eff
 
     def _all_reduce_s(self, p: dict, n, proto: str | None) -> np.ndarray:
         a1, b1, a2, b2 = self._links(p, proto)
@@ -206,7 +223,8 @@ class Communication:
         if nodes == 1:
             return np.zeros(np.shape(n))
         if self.inter_algorithm == "nccl_tree":
-            step = latency_s if proto is None else NCCL_TREE_NET_STEP_S[proto]
+            # latency_s is NCCL's ring step under proto: keep the link's excess, swap the ring's hwLat for the tree's.
+            step = latency_s if proto is None else NCCL_TREE_NET_STEP_S[proto] + latency_s - NCCL_STEP_S["net"][proto]
             return 2 * math.ceil(math.log2(nodes)) * step + 2 * n / bandwidth_Bps
         model = cost_model(self.inter_algorithm, nodes, ranks_per_node=1)
         return model.time_s(n, latency_s, bandwidth_Bps, latency_s, bandwidth_Bps)

@@ -3,13 +3,13 @@
 =====================  =================  ==============================================  =====  ========
 strategy               variables on       gradient summation (default)                    mode   prefetch
 =====================  =================  ==============================================  =====  ========
-default (no strategy)  the one device     none                                            sync   no
+default (no strategy)  the one device     none                                            sync   yes
 one_device             the one device     none                                            sync   yes
 mirrored               every replica      ``ring``: TF's CollectiveAllReduce (NCCL on     sync   yes
                                           physical GPUs, RING on CPUs and on logical
                                           GPUs), priced over the intra-worker link
-multi_worker_mirrored  every replica      ``ring`` over all replicas (NCCL on GPU,        sync   yes
-                                          gRPC RING on CPU: TF's AUTO choice)
+multi_worker_mirrored  every replica      ``ring`` over all replicas: TF's RING           sync   yes
+                                          collective on GPUs too (AUTO in eager mode)
 central_storage        host CPU           ``reduce_to_one`` onto the host, then           sync   yes
                                           broadcast of the variables
 parameter_server       ``num_ps`` shards  ``parameter_server`` push/pull                  async  yes
@@ -29,6 +29,24 @@ mode). A run confirms it: ``MirroredStrategy()`` over 4 logical CPUs has
 say "NCCL by default" or "ReductionToOneDevice on CPU"; neither holds for a
 plain ``MirroredStrategy()`` in TensorFlow 2.21.
 
+**The implementation behind ``ring`` (``Strategy.protocol=None``).**
+:func:`default_protocol` follows TensorFlow 2.21. ``MirroredStrategy`` sets
+``CommunicationImplementation.NCCL`` (``mirrored_strategy.py:339-340``) and
+keeps it when every device is a physical GPU (lines 388-402): ``nccl`` on GPU
+devices. ``MultiWorkerMirroredStrategy`` leaves ``AUTO``
+(``communication_options=None`` becomes ``collective_util.Options()``,
+implementation ``AUTO``: ``collective_all_reduce_strategy.py:184-185``,
+``collective_util.py:123``). Its session config switches the runtime to
+NCCL (``collective_nccl = True``, lines 880-884) only outside eager mode and
+only for ``implementation=NCCL``; in eager mode ``configure_collective_ops`` is
+called without ``use_nccl_communication`` (lines 435-438 and 540-549;
+``context.py:1048``: default False). So in TF2's eager ``fit`` the AUTO
+collective is TF's own RING on GPUs too (``alpha_beta``); NCCL runs only when
+asked for by name. Pass
+``protocol="nccl"`` for ``CommunicationOptions(implementation=NCCL)``. A
+chosen ``Strategy.algorithm`` is another cross-device op (ReductionToOneDevice,
+HierarchicalCopy...), never NCCL's tuning: ``alpha_beta``.
+
 **The model of a ring inside one process (stated, not fitted).** The
 collective ring between the logical devices of one process runs the
 ``ring`` schedule (2(p-1) steps, each moving n/p bytes per device) and each
@@ -41,11 +59,17 @@ which notebook 03 checks against a measured ring. Set
 ``Strategy.algorithm="reduce_to_one"`` to predict a run that passes
 ``cross_device_ops=tf.distribute.ReductionToOneDevice()``.
 
-``prefetch``: tf.distribute's distributed iterators prefetch each replica's
-next batch (to the device) while it computes, so the host input pipeline
-overlaps with compute. Plain Keras without a strategy runs the pipeline
-inside the step unless the pipeline itself ends in ``prefetch``; set
-``Training.prefetch`` to say so.
+``prefetch``: every strategy's default prefetches, plain Keras included.
+tf.distribute's distributed iterators prefetch each replica's next batch
+(to the device) while it computes. Without a strategy, TensorFlow 2.21 also
+overlaps input with compute: ``tf_keras`` ``fit`` on arrays ends its pipeline
+with ``dataset.prefetch(tf.data.AUTOTUNE)``
+(``tf_keras/src/engine/data_adapter.py:366``, ``TensorLikeDataAdapter``), and
+tf.data appends a prefetch to any pipeline that ends in a synchronous
+transformation such as ``batch`` (``inject_prefetch``, "If None, defaults to
+True": ``tensorflow/python/data/ops/options.py:369-375``). Set
+``Training.prefetch=False`` for a pipeline without it (``inject_prefetch``
+off, or TensorFlow releases before 2022, which lacked the rewrite).
 
 Collectives across workers use the inter-worker link and share each host's
 NIC (``ranks_per_node`` = devices per worker); within a worker they use the
@@ -96,6 +120,8 @@ class StrategyPlan:
         tf_class: the TensorFlow class.
         ps_cluster: how a parameter-server cluster is hosted
             (:attr:`distsim.scenario.Strategy.ps_cluster`).
+        protocol: how collectives are priced (``alpha_beta`` or ``nccl``),
+            :attr:`distsim.scenario.Strategy.protocol` or TensorFlow's default.
     """
 
     strategy: str
@@ -106,6 +132,16 @@ class StrategyPlan:
     prefetch: bool = True
     tf_class: str = ""
     ps_cluster: str = "processes"
+    protocol: str = "alpha_beta"
+
+
+def default_protocol(scenario: Scenario) -> str:
+    """TensorFlow's collective implementation for the scenario (see the module
+    docstring): ``nccl`` for MirroredStrategy's default all-reduce over
+    several GPUs, ``alpha_beta`` (TF's RING, or another op) otherwise."""
+    s = scenario.strategy
+    gpus = scenario.cluster.device.kind == "gpu" and scenario.num_replicas > 1
+    return "nccl" if s.name == "mirrored" and s.algorithm is None and gpus else "alpha_beta"
 
 
 def default_algorithm(scenario: Scenario) -> str | None:
@@ -140,7 +176,7 @@ def plan(scenario: Scenario) -> StrategyPlan:
     mode = s.mode or ("async" if s.name == "parameter_server" else "sync")
     prefetch = scenario.training.prefetch
     if prefetch is None:
-        prefetch = s.name != "default"
+        prefetch = True  # every strategy, plain Keras included (see the module docstring)
     return StrategyPlan(
         strategy=s.name,
         placement=PLACEMENT[s.name],
@@ -150,4 +186,5 @@ def plan(scenario: Scenario) -> StrategyPlan:
         prefetch=bool(prefetch),
         tf_class=TF_CLASS[s.name],
         ps_cluster=s.ps_cluster,
+        protocol=s.protocol or default_protocol(scenario),
     )

@@ -32,7 +32,7 @@ import numpy as np
 from distsim.engines import steady
 from distsim.engines.prediction import predict
 from distsim.scenario import SCHEMA_VERSION, STRATEGIES, Scenario
-from distsim.validation import (InputError, Integer, Number, OneOf, Optional, StringMap, Text, check_fields,
+from distsim.validation import (Boolean, InputError, Integer, Number, OneOf, Optional, StringMap, Text, check_fields,
                                 check_keys, checked, read_json)
 
 _COUNT = Integer(1)
@@ -57,13 +57,15 @@ class Column:
     """One column of a published table: a replica layout, optionally a
     strategy (else the setup's) and a global batch (else
     ``batch_per_replica`` x replicas); ``devices_per_worker`` null takes the
-    row's ``devices``."""
+    row's ``devices``; ``prefetch`` overrides ``Training.prefetch`` when the
+    source's TensorFlow release did not have today's default."""
 
     label: str = checked(_TEXT)
     num_workers: int = checked(_COUNT)
     devices_per_worker: int | None = checked(Optional(_COUNT, "the row's devices"))
     strategy: str | None = checked(Optional(OneOf(STRATEGIES), "the setup's strategy"), default=None)
     global_batch: int | None = checked(Optional(_COUNT, "batch_per_replica x replicas"), default=None)
+    prefetch: bool | None = checked(Optional(Boolean(), "the strategy's default"), default=None)
 
     def __post_init__(self) -> None:
         check_fields(self, "Column")
@@ -226,6 +228,8 @@ def cell_scenario(table: ReferenceTable, column: int, dataset: str, compute_s_pe
         workload["num_examples"] = table.datasets[dataset]
     batch = col.global_batch or setup["batch_per_replica"] * col.num_workers * devices
     training = dict(setup.get("training", {}), global_batch=batch, epochs=table.epochs_reported)
+    if col.prefetch is not None:
+        training["prefetch"] = col.prefetch
     if col.num_workers == 1:
         training.pop("shard_policy", None)
         training.pop("num_files", None)

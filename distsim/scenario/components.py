@@ -31,7 +31,7 @@ from distsim.validation import (
 DEVICE_KINDS: tuple[str, ...] = ("cpu", "gpu", "tpu")
 
 #: Strategy names: ``default`` is plain Keras without a strategy (no
-#: distributed iterator, so no prefetch unless the pipeline has one).
+#: distributed iterator; ``fit`` and tf.data still prefetch by default).
 STRATEGIES: tuple[str, ...] = (
     "default",
     "one_device",
@@ -107,6 +107,13 @@ class Device:
             variables on every replica pay it per replica; central_storage,
             which keeps one copy, pays it once per step. At most
             ``replica_dispatch_s``; 0 when not measured.
+        kernel_launch_s: host seconds to launch one kernel. A process that
+            drives several devices launches the other replicas' kernels while
+            they compute: ``(devices_per_worker - 1) x 4 x
+            num_gradient_tensors`` launches a step, and a replica's compute
+            takes at least that long (``data/reference/RULES.md`` rules
+            16-18). 0 where kernels are not launched one by one (CPUs,
+            XLA-compiled TPU steps).
         activation_value_bytes: bytes one stored activation value takes in
             the precision training usually runs in on this device: 4 for
             float32 (TF32 tensor-core math still stores float32), 2 where
@@ -125,6 +132,7 @@ class Device:
     step_overhead_s: float = checked(_SECONDS)
     replica_dispatch_s: float = checked(_SECONDS, default=0.0)
     replica_variable_s: float = checked(_SECONDS, default=0.0)
+    kernel_launch_s: float = checked(_SECONDS, default=0.0)
     activation_value_bytes: int = checked(OneOf((2, 4)), default=4)
     sources: dict = _sources()
 
@@ -399,9 +407,11 @@ class Strategy:
             default localhost cluster); that process handles one transfer
             at a time from start to end, latency included.
         protocol: how collectives are priced, one of :data:`PROTOCOLS`:
-            ``alpha_beta`` (the links' latency and bandwidth as given) or
-            ``nccl`` (NCCL's own tuning model: per-protocol latencies and
-            bandwidth; GPUs only).
+            ``alpha_beta`` (the links' latency and bandwidth as given: TF's
+            own RING collective, or any non-NCCL op) or ``nccl`` (NCCL's own
+            tuning model: per-protocol latencies and bandwidth; GPUs only).
+            ``None`` is TensorFlow's default implementation
+            (:func:`distsim.mechanics.strategies.default_protocol`).
         inter_algorithm: the hierarchical all-reduce's algorithm between
             nodes, one of :data:`INTER_ALGORITHMS` (``algorithm`` must be
             ``hierarchical`` for any but ``ring``).
@@ -420,7 +430,7 @@ class Strategy:
     mode: str | None = checked(Optional(OneOf(MODES), "the strategy's default"), default=None)
     num_ps: int = checked(Integer(1, 10_000), default=1)
     ps_cluster: str = checked(OneOf(PS_CLUSTERS), default="processes")
-    protocol: str = checked(OneOf(PROTOCOLS), default="alpha_beta")
+    protocol: str | None = checked(Optional(OneOf(PROTOCOLS), "TensorFlow's default"), default=None)
     inter_algorithm: str = checked(OneOf(INTER_ALGORITHMS), default="ring")
     ps_local_sum: bool = checked(Boolean(), default=False)
     ps_placement: str = checked(OneOf(PS_PLACEMENTS), default="own_hosts")
@@ -455,9 +465,9 @@ class Training:
         drop_remainder: ``batch(..., drop_remainder=True)``.
         steps: steps the timeline simulates (or updates per worker, async).
         epochs: epochs (for the epoch time and the total).
-        prefetch: overlap input with compute; ``None`` = the strategy's
-            default (tf.distribute's distributed iterator prefetches, plain
-            Keras without a strategy does not).
+        prefetch: overlap input with compute; ``None`` = TensorFlow 2.21's
+            default, which prefetches with every strategy and without one
+            (see :mod:`distsim.mechanics.strategies`).
         shuffle_buffer: ``shuffle(buffer)`` elements that must be read before
             the first batch of every epoch (0 = no shuffle).
         input_threads: parallel calls of the input map (1 = plain ``map``).

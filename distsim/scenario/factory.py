@@ -25,7 +25,7 @@ def make_scenario(
     num_ps: int = 1,
     ps_cluster: str = "processes",
     topology: str | dict | None = None,
-    protocol: str = "alpha_beta",
+    protocol: str | None = None,
     inter_algorithm: str = "ring",
     ps_local_sum: bool = False,
     ps_placement: str = "own_hosts",

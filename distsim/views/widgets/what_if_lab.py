@@ -158,7 +158,7 @@ class WhatIfLab:
             "ps_local_sum": widgets.Checkbox(description="sum a worker's devices first", style=style, layout=wide),
             "topology": dropdown("server topology", [("none (one port each)", NONE)]
                                  + [(n, n) for n in sc.preset_names("topology")]),
-            "protocol": dropdown("collectives", [("alpha-beta", "alpha_beta"), ("NCCL", "nccl")]),
+            "protocol": dropdown("collectives", defaults + [("alpha-beta", "alpha_beta"), ("NCCL", "nccl")]),
             "inter_algorithm": dropdown("between nodes", sc.INTER_ALGORITHMS),
             "grouping": dropdown("gradient grouping", sc.GROUPINGS),
             "fusion_mib": widgets.BoundedFloatText(min=0.0, max=MAX_FUSION_MIB, step=8.0,
@@ -244,7 +244,7 @@ class WhatIfLab:
         gpu = self._chosen("device").kind == "gpu"
         cluster["topology"] = (dataclasses.asdict(self._preset("topology", c["topology"]))
                                if gpu and c["topology"] != NONE else None)
-        strategy["protocol"] = c["protocol"] if gpu else "alpha_beta"
+        strategy["protocol"] = None if c["protocol"] == DEFAULT or not gpu else c["protocol"]
         strategy["inter_algorithm"] = c["inter_algorithm"] if strategy["algorithm"] == "hierarchical" else "ring"
         ps = c["strategy"] == "parameter_server"
         if ps:  # asynchronous is the strategy's default: stored as null, like a loaded scenario
@@ -294,7 +294,7 @@ class WhatIfLab:
             ctl["ps_placement"].value = s.strategy.ps_placement
             ctl["ps_local_sum"].value = s.strategy.ps_local_sum
             ctl["topology"].value = NONE if s.cluster.topology is None else self._topology_option(s.cluster.topology)
-            ctl["protocol"].value = s.strategy.protocol
+            ctl["protocol"].value = s.strategy.protocol or DEFAULT
             ctl["inter_algorithm"].value = s.strategy.inter_algorithm
             ctl["grouping"].value = s.training.grouping
             ctl["fusion_mib"].value = s.training.fusion_threshold_bytes / 2**20
