@@ -261,7 +261,12 @@ def ps_apply_s(p: dict, device_kind: str, num_ps) -> np.ndarray:
     memory bandwidth. CPU workers' PS hosts are the same kind of machine
     (``cluster.device.memory_bandwidth_Bps``); accelerators' PS hosts are
     CPUs (:func:`ps_host_memory_Bps`). The ``num_ps`` shards apply their
-    shares at once, each on its own host."""
+    shares at once, each on its own host. With one shard a worker's cycle is
+    never shorter than one device's step (the apply is no faster than the
+    device's own update, and the transfers come on top); with several, the
+    update's memory traffic is spread over their hosts, and a worker on a
+    fast enough link can cycle faster than one device steps (efficiency
+    above 1 by at most ``update x (1 - 1 / num_ps)`` of the step)."""
     host_Bps = p["cluster.device.memory_bandwidth_Bps"] if device_kind == "cpu" else ps_host_memory_Bps()
     return p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / host_Bps / num_ps
 

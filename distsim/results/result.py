@@ -32,7 +32,9 @@ class Summary:
             measured run may report its median), or for async training the
             mean time between applied updates times the number of workers,
             in seconds.
-        throughput_samples_per_s: training examples processed per second.
+        throughput_samples_per_s: training examples processed per second
+            (examples over the time they took; for a synchronous prediction,
+            the global batch over the mean step).
         speedup: weak scaling: throughput relative to one device of the same
             kind running one replica's batch; ``None`` when no baseline is known.
         efficiency: ``speedup / num_replicas``; ``None`` without a speedup.
