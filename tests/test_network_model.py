@@ -207,7 +207,7 @@ def test_lockstep_is_every_worker_at_every_ps_station_at_once():
     # together (3 x 20 in): 132, after the slowest one's own 16.
     costs = AsyncCosts(worker_batch=np.array(64), compute_s=np.array(0.010), straggler_compute_s=np.array(0.014),
                        push_s=np.array(0.023), pull_s=np.array(0.023), ps_service_s=np.array(0.022),
-                       ps_request_s=np.array(0.002), duplex=True)
+                       ps_request_s=np.array(0.002), ps_apply_s=np.array(0.0), duplex=True)
     assert lockstep_step_s(costs, 3) == pytest.approx(0.148, rel=1e-12)
 
 

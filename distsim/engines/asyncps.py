@@ -168,6 +168,7 @@ def simulate_async(
     engine: str = "auto",
     duplex: bool = False,
     ps_request_s: float = 0.0,
+    ps_apply_s: float = 0.0,
 ) -> UpdateLog:
     """Simulate asynchronous PS training until ``num_updates`` are applied.
 
@@ -194,6 +195,9 @@ def simulate_async(
             ``ps_service_s``.
         ps_request_s: with ``duplex``, the PS's host time per transfer, seconds
             (at most ``ps_service_s``).
+        ps_apply_s: the PS's time to apply a pushed gradient, seconds: held
+            on top of a push's service (by the host with ``duplex``, else by
+            the one server), and part of ``push_s`` (a push ends at its apply).
         engine: ``"auto"`` (vectorized unless there is PS contention),
             ``"vectorized"`` or ``"events"``.
     """
@@ -208,12 +212,16 @@ def simulate_async(
     if engine == "vectorized" and ps_service_s > 0:
         raise InputError("ps_service_s", ps_service_s,
                          "0 with engine='vectorized' (PS contention needs engine='events' or 'auto')")
+    ps_apply_s = Number(0, push_s, unit="seconds, at most push_s")("ps_apply_s", ps_apply_s)
+    if engine == "vectorized" and ps_apply_s > 0:
+        raise InputError("ps_apply_s", ps_apply_s,
+                         "0 with engine='vectorized' (applies queue at the PS: engine='events' or 'auto')")
     duplex = Boolean()("duplex", duplex)
     ps_request_s = Number(0, ps_service_s, unit="seconds, at most ps_service_s")("ps_request_s", ps_request_s)
     draws = _ComputeTimes(means, distribution, sigma, seed)
-    if engine == "events" or (engine == "auto" and ps_service_s > 0):
+    if engine == "events" or (engine == "auto" and ps_service_s + ps_apply_s > 0):
         return _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s,
-                                ps_request_s if duplex else None)
+                                ps_request_s if duplex else None, ps_apply_s)
     return _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s)
 
 
@@ -339,7 +347,8 @@ _APPLY, _READ, _PULL_DONE, _COMPUTE_DONE, _PULL_SEND, _PUSH_IN = 0, 1, 2, 3, 4, 
 _PULL, _PUSH = "pull", "push"
 
 
-def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s, duplex_request_s=None) -> UpdateLog:
+def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s, duplex_request_s=None,
+                     apply_s=0.0) -> UpdateLog:
     """The event engine; ``duplex_request_s`` (not None) splits each transfer's
     service into shared host time and per-direction bytes (see :func:`simulate_async`).
 
@@ -347,7 +356,7 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
     so no booking ever holds a server for a later transfer while an earlier
     one waits. Duplex: a pull is the host's work (the snapshot, at its start)
     and then the bytes out; a push is the bytes in and then the host's work
-    (the apply, at its end)."""
+    (the apply, ``apply_s`` more of it, at its end)."""
     block = 256
     compute = [draws.draw(w, block) for w in range(num_workers)]
     used = [0] * num_workers
@@ -413,11 +422,11 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
             if duplex:
                 push(heap, (serve(t, _PUSH, bytes_s) + bytes_s, w, _PUSH_IN))
             else:
-                start = serve(t, _PULL, ps_service_s)
-                push(heap, (max(t + push_s, start + ps_service_s), w, _APPLY))
+                start = serve(t, _PULL, ps_service_s + apply_s)
+                push(heap, (max(t + push_s, start + ps_service_s + apply_s), w, _APPLY))
         else:  # _PUSH_IN: the bytes are in; the host applies them
-            start = serve(t, "host", host_s)
-            push(heap, (max(asked[w] + push_s, start + host_s), w, _APPLY))
+            start = serve(t, "host", host_s + apply_s)
+            push(heap, (max(asked[w] + push_s, start + host_s + apply_s), w, _APPLY))
     return UpdateLog(
         worker=out_worker,
         read_version=out_version,

@@ -5,16 +5,31 @@ or the asynchronous parameter-server simulation (:mod:`distsim.engines.asyncps`)
 and returns a :class:`~distsim.results.result.Result` with
 ``source="predicted"``: the same type real runs produce.
 
+Throughput is examples over the simulated time they took: the steady
+(full, not epoch-opening) steps' examples over their summed times, i.e. the
+global batch over the *mean* step (``Summary.step_time_s``); the median step
+is reported apart (``Summary.median_step_time_s``).
+
 Two speedups, both throughput relative to one device of the same kind with
 the same input pipeline: ``speedup`` (weak scaling) against that device
 running one replica's batch, ``strong_speedup`` against it running the whole
-global batch. Efficiency is the weak speedup divided by the number of
+global batch. The baseline is *simulated* like the scenario
+(:func:`distsim.engines.timeline.one_device_run`): the same compute
+distribution, seed and steps, and its throughput measured the same way. Not
+the deterministic step, and not the distribution's analytic mean: a step is
+not linear in its compute draw (prefetch takes ``max(input, compute)``, a
+prefetched batch waits in a queue), so the mean step under noise differs
+from the step at the mean compute; and a sample mean of ``steps`` draws
+differs from the analytic one by sampling error. Simulated alike, a
+one-device scenario is its own baseline draw for draw and has efficiency
+exactly 1. Efficiency is the weak speedup divided by the number of
 replicas. A scenario whose replica does not fit in device memory
 (:mod:`distsim.mechanics.memory`) is an error.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +39,7 @@ from distsim.mechanics import memory
 from distsim.mechanics.communication import link_Bps
 from distsim.results.result import Result, Summary
 from distsim.scenario import Scenario
+from distsim.scenario.presets import load_preset
 from distsim.mechanics.strategies import StrategyPlan, plan
 from distsim.results.trace import EVENT_KINDS, Trace
 from distsim.validation import InputError
@@ -81,18 +97,20 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
     # The epoch: the model's fill and final step, the simulated full steps (stragglers included).
     epoch = float(model.epoch_time_s) + float(model.steps_per_epoch - 1) * (mean_full - float(model.step_time_s))
     # An epoch of one or two steps may have no full step outside an epoch's start: use the model's.
-    step_time = float(np.median(steps[full])) if full.any() else float(model.step_time_s)
-    throughput = t.global_batch / step_time
-    speedup = throughput / float(model.baseline_throughput_samples_per_s)
-    exposed = float(np.median(run.exposed_comm_s[full])) if full.any() else float(model.exposed_comm_s)
+    median = float(np.median(steps[full])) if full.any() else float(model.step_time_s)
+    throughput = t.global_batch / mean_full
+    weak, strong = baseline_throughputs(scenario, model)
+    speedup = throughput / weak
+    exposed = float(np.mean(run.exposed_comm_s[full])) if full.any() else float(model.exposed_comm_s)
     summary = Summary(
-        step_time_s=step_time,
+        step_time_s=mean_full,
+        median_step_time_s=median,
         throughput_samples_per_s=throughput,
         speedup=speedup,
         efficiency=speedup / scenario.num_replicas,
-        comm_fraction=exposed / step_time,
+        comm_fraction=exposed / mean_full,
         epoch_time_s=epoch,
-        strong_speedup=throughput / float(model.strong_baseline_throughput_samples_per_s),
+        strong_speedup=throughput / strong,
         steps_per_epoch=int(model.steps_per_epoch),
         memory_bytes_per_replica=float(footprint.total_bytes),
     )
@@ -109,6 +127,28 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
     )
 
 
+def baseline_throughputs(scenario: Scenario, model: steady.ModelOutput) -> tuple[float, float]:
+    """Examples/s of the weak (one replica's batch) and strong (the global
+    batch) one-device baselines, each simulated with the scenario's compute
+    distribution and seed (:func:`distsim.engines.timeline.one_device_run`)."""
+    replica_batch = int(-(-scenario.training.global_batch // scenario.num_replicas))
+    weak = _simulated_throughput(scenario, replica_batch, float(model.baseline_throughput_samples_per_s))
+    if replica_batch == scenario.training.global_batch:
+        return weak, weak
+    return weak, _simulated_throughput(scenario, scenario.training.global_batch,
+                                       float(model.strong_baseline_throughput_samples_per_s))
+
+
+def _simulated_throughput(scenario: Scenario, batch: int, closed_form: float) -> float:
+    """``batch`` over the mean steady step of the one-device run; ``closed_form``
+    when its few steps hold no full step outside an epoch's start. Simulated
+    under deterministic compute too, where it equals ``closed_form`` but for
+    rounding, so that a one-device scenario's efficiency is 1 exactly."""
+    run = timeline.one_device_run(scenario, batch)
+    full = (run.global_examples == batch) & ~run.epoch_start
+    return batch / float(np.mean(run.step_times_s[full])) if full.any() else closed_form
+
+
 @dataclass
 class AsyncCosts:
     """Per-update costs of an asynchronous PS worker (seconds).
@@ -118,9 +158,11 @@ class AsyncCosts:
         compute_s: a worker's time per update besides its transfers.
         straggler_compute_s: the same for the last worker (equal to
             ``compute_s`` unless ``cluster.straggler_cores`` is set).
-        push_s, pull_s: a transfer to an idle PS.
+        push_s, pull_s: a transfer to an idle PS (a push ends with its apply).
         ps_service_s: PS time each transfer holds (see :func:`async_costs`).
         ps_request_s: the part of it that is the PS host's own work.
+        ps_apply_s: the PS host's time to apply one pushed gradient, held on
+            top of the push's service.
         duplex: pushes and pulls queue for their bytes separately.
     """
 
@@ -131,6 +173,7 @@ class AsyncCosts:
     pull_s: np.ndarray
     ps_service_s: np.ndarray
     ps_request_s: np.ndarray
+    ps_apply_s: np.ndarray
     duplex: bool
 
     def worker_compute_s(self, workers: int) -> np.ndarray:
@@ -144,15 +187,18 @@ class AsyncCosts:
         """Most updates per second the PS can serve (two transfers each)."""
         service = np.maximum(self.ps_service_s, 1e-300)
         if not self.duplex:
-            return 1.0 / (2 * service)
-        # Each direction carries one transfer per update; the host handles both requests.
-        return 1.0 / np.maximum(np.maximum(service - self.ps_request_s, 2 * self.ps_request_s), 1e-300)
+            return 1.0 / (2 * service + self.ps_apply_s)
+        # Each direction carries one transfer per update; the host handles both requests and the apply.
+        host = 2 * self.ps_request_s + self.ps_apply_s
+        return 1.0 / np.maximum(np.maximum(service - self.ps_request_s, host), 1e-300)
 
 
 def _worker_compute_s(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> np.ndarray:
     parts = steady.step_parts(p, p["training.global_batch"], plan_, device_kind, shard_policy)
-    # Each worker reads only its own batch (the PS coordinator hands out per-worker datasets).
-    own_input = parts.input_s * parts.replica_batch / p["training.global_batch"] if shard_policy == "DATA" else parts.input_s
+    # Each worker reads only its own batch (the PS coordinator hands out per-worker datasets)
+    # and copies all of it to its device: the input of one device running that batch.
+    batch = parts.replica_batch
+    own_input = steady.input_s(steady.one_device_params(p, batch), batch, shard_policy, device_kind)
     device = parts.overhead_s + parts.dispatch_s + parts.forward_s + parts.backward_s
     return np.where(plan_.prefetch, np.maximum(own_input, device), own_input + device)
 
@@ -168,7 +214,11 @@ def async_costs(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: st
     and only ``request_s``, the PS host's time, is shared by both. In an
     ``in_process`` cluster the one process is busy for the whole transfer,
     push or pull (its latency is that process's own work). The last worker
-    computes with ``cluster.straggler_cores`` when that is set."""
+    computes with ``cluster.straggler_cores`` when that is set.
+
+    Every push ends with the PS applying the gradient (:func:`ps_apply_s`):
+    its host holds the push that much longer, so the apply is part of a
+    push to an idle PS and queues with the PS host's other work."""
     compute = _worker_compute_s(p, plan_, device_kind, shard_policy)
     replicas = p["cluster.num_workers"] * p["cluster.devices_per_worker"]
     grad = p["workload.num_params"] * p["workload.bytes_per_param"]
@@ -177,16 +227,48 @@ def async_costs(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: st
     link = p["cluster.inter_link.latency_s"] + request + grad / bandwidth
     num_ps = float(plan_.options.get("num_shards", 1))
     in_process = plan_.ps_cluster == "in_process"
+    apply = ps_apply_s(p, device_kind, num_ps) * np.ones_like(link)
     return AsyncCosts(
         worker_batch=np.broadcast_to(_ceil(p["training.global_batch"], replicas), np.shape(compute)),
         compute_s=compute,
         straggler_compute_s=_worker_compute_s(steady.straggler_params(p), plan_, device_kind, shard_policy),
-        push_s=link,
+        push_s=link + apply,
         pull_s=link,
         ps_service_s=link if in_process else request + grad / num_ps / bandwidth,
         ps_request_s=np.zeros_like(link) if in_process else request * np.ones_like(link),
+        ps_apply_s=apply,
         duplex=not in_process and bool(np.all(p["cluster.inter_link.full_duplex"])),
     )
+
+
+@functools.cache
+def ps_host_memory_Bps() -> float:
+    """Memory bandwidth of a parameter server's host when the workers' devices
+    are accelerators, bytes/s: the CPU device preset ``this_machine_core``'s
+    (one core's streaming rate, an assumption stated in
+    ``distsim/scenario/presets/devices.json``). A cluster has no field for its
+    hosts' memory; TensorFlow keeps a PS task's variables on its CPU and
+    applies the update there (``training_ops.h``'s ``ApplyXYZ`` functors on
+    ``CPUDevice``). One core is a lower bound on the rate: Eigen's thread pool
+    can spread a large apply over more of the host's cores."""
+    return float(load_preset("device", "this_machine_core")[0]["memory_bandwidth_Bps"])
+
+
+def ps_apply_s(p: dict, device_kind: str, num_ps) -> np.ndarray:
+    """Seconds a PS shard takes to apply one pushed gradient: its share of
+    the variables' ``num_params x optimizer_bytes_per_param`` (the bytes the
+    update moves, as on a device: :func:`steady.update_s`) over its host's
+    memory bandwidth. CPU workers' PS hosts are the same kind of machine
+    (``cluster.device.memory_bandwidth_Bps``); accelerators' PS hosts are
+    CPUs (:func:`ps_host_memory_Bps`). The ``num_ps`` shards apply their
+    shares at once, each on its own host. With one shard a worker's cycle is
+    never shorter than one device's step (the apply is no faster than the
+    device's own update, and the transfers come on top); with several, the
+    update's memory traffic is spread over their hosts, and a worker on a
+    fast enough link can cycle faster than one device steps (efficiency
+    above 1 by at most ``update x (1 - 1 / num_ps)`` of the step)."""
+    host_Bps = p["cluster.device.memory_bandwidth_Bps"] if device_kind == "cpu" else ps_host_memory_Bps()
+    return p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / host_Bps / num_ps
 
 
 def _ceil(a, b):
@@ -280,13 +362,14 @@ def lockstep_step_s(costs: AsyncCosts, workers: int) -> float:
     """Seconds per cycle (one update from each worker) when all ``workers``
     visit every PS station together: each station then holds them for
     ``workers`` times its per-update demand (the NIC's bytes each way and the
-    host's two requests: two PS services), and the slowest worker's own time is added."""
-    return float(np.max(_own_s(costs, workers))) + workers * 2 * float(costs.ps_service_s)
+    host's two requests and the apply: two PS services and an apply), and the slowest worker's own time is added."""
+    return float(np.max(_own_s(costs, workers))) + workers * float(2 * costs.ps_service_s + costs.ps_apply_s)
 
 
 def _own_s(costs: AsyncCosts, workers: int) -> np.ndarray:
     """Each worker's time per update outside the PS's stations: compute, latencies, its own link."""
-    return costs.worker_compute_s(workers) + float(costs.push_s + costs.pull_s - 2 * costs.ps_service_s)
+    return costs.worker_compute_s(workers) + float(costs.push_s + costs.pull_s - 2 * costs.ps_service_s
+                                                   - costs.ps_apply_s)
 
 
 def _update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
@@ -316,10 +399,11 @@ def streamed(scenario: Scenario) -> bool:
 def fair_share_rate(costs: AsyncCosts, workers: int) -> float:
     """Updates per second when concurrent transfers share the PS fairly:
     each direction of its NIC carries the bytes of one transfer per update,
-    its host serves both requests, and the rest of a worker's cycle (compute,
+    its host serves both requests and the apply, and the rest of a worker's cycle (compute,
     latencies) is its own (:func:`asyncps.fair_share_updates_per_s`)."""
     nic_s = float(costs.ps_service_s - costs.ps_request_s)
-    return asyncps.fair_share_updates_per_s(_own_s(costs, workers), [nic_s, nic_s, 2 * float(costs.ps_request_s)])
+    host_s = float(2 * costs.ps_request_s + costs.ps_apply_s)
+    return asyncps.fair_share_updates_per_s(_own_s(costs, workers), [nic_s, nic_s, host_s])
 
 
 def _fifo_update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
@@ -337,6 +421,7 @@ def _fifo_update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog
         seed=t.seed,
         duplex=costs.duplex,
         ps_request_s=float(costs.ps_request_s),
+        ps_apply_s=float(costs.ps_apply_s),
     )
 
 
@@ -354,17 +439,20 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
     batch = float(costs.worker_batch)
     throughput = rate * batch
     model = steady.step_model(scenario, p)
-    speedup = throughput / float(model.baseline_throughput_samples_per_s)
+    weak, strong = baseline_throughputs(scenario, model)
+    speedup = throughput / weak
     cycle = workers / rate
+    step_times = np.diff(np.concatenate([[0.0], log.apply_time_s])) * workers
     summary = Summary(
         step_time_s=cycle,
+        median_step_time_s=float(np.median(step_times)),
         throughput_samples_per_s=throughput,
         speedup=speedup,
         efficiency=speedup / workers,
         comm_fraction=float(costs.push_s + costs.pull_s) / cycle,
         epoch_time_s=scenario.workload.num_examples / throughput,
         mean_staleness=float(log.staleness.mean()),
-        strong_speedup=throughput / float(model.strong_baseline_throughput_samples_per_s),
+        strong_speedup=throughput / strong,
         steps_per_epoch=int(_ceil(scenario.workload.num_examples, batch)),
         memory_bytes_per_replica=float(footprint.total_bytes),
     )
@@ -374,7 +462,7 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
         num_replicas=workers,
         global_batch=t.global_batch,
         summary=summary,
-        step_times_s=np.diff(np.concatenate([[0.0], log.apply_time_s])) * workers,
+        step_times_s=step_times,
         trace=_async_trace(log, float(costs.push_s), float(costs.pull_s)),
         staleness=log.to_staleness(),
         scenario=scenario,

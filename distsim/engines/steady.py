@@ -496,12 +496,18 @@ def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
     )
 
 
-def _one_device_throughput(p: dict, batch, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> np.ndarray:
-    """Examples/s of one device of the same kind on the same host running
-    ``batch`` examples per step through the same input pipeline."""
+def one_device_params(p: dict, batch) -> dict:
+    """``p`` for one device of the same kind on the same host (one worker,
+    one device, no straggler) running ``batch`` examples per step."""
     one = dict(p)
     one["cluster.num_workers"] = np.ones_like(p["cluster.num_workers"])
     one["cluster.devices_per_worker"] = np.ones_like(p["cluster.devices_per_worker"])
-    one["training.global_batch"] = batch
-    base = step_parts(one, batch, plan_, device_kind, shard_policy)
+    one["training.global_batch"] = np.asarray(batch, dtype=float)
+    return one
+
+
+def _one_device_throughput(p: dict, batch, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> np.ndarray:
+    """Examples/s of one device of the same kind on the same host running
+    ``batch`` examples per step through the same input pipeline."""
+    base = step_parts(one_device_params(p, batch), batch, plan_, device_kind, shard_policy)
     return batch / step_time_s(base, plan_.prefetch)

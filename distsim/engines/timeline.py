@@ -65,12 +65,13 @@ class Timeline:
 
 def step_sizes(scenario: Scenario, p: dict) -> tuple[np.ndarray, np.ndarray]:
     """Global examples in each simulated step (the epoch's sequence: full
-    steps, then its final step; cycled), and which steps open an epoch."""
+    steps, then its final step; cycled), and which steps open an epoch.
+    The global batch is ``p``'s (a one-device baseline runs another)."""
     t = scenario.training
     shape = steady.epoch_plan(p, t.shard_policy)
     per_epoch, last = int(shape.steps), int(shape.last_examples)
     position = np.arange(t.steps) % per_epoch
-    return np.where(position == per_epoch - 1, last, t.global_batch), position == 0
+    return np.where(position == per_epoch - 1, last, int(p["training.global_batch"])), position == 0
 
 
 def shown_replicas(workers: int, local: int) -> np.ndarray:
@@ -159,6 +160,26 @@ class _Setup:
             pull_s=0.0 if collectives is None else float(collectives.pull_s(p)),
             worker_of=worker_of,
             local_index=np.tile(np.arange(c.devices_per_worker), c.num_workers),
+        )
+
+    @classmethod
+    def one_device(cls, scenario: Scenario, batch: int) -> "_Setup":
+        """One device of the scenario's kind on one of its (non-straggler)
+        hosts running ``batch`` examples per step with the same strategy's
+        host costs and prefetch, and nothing to sum: the baseline of speedup
+        (:func:`one_device_run`)."""
+        plan_ = plan(scenario)
+        kind, t = scenario.cluster.device.kind, scenario.training
+        p = steady.one_device_params(steady.model_params(scenario), batch)
+        overhead, dispatch = (np.array([float(x)]) for x in steady.host_costs_s(p, plan_, kind))
+        return cls(
+            scenario=scenario, p=p, prefetch=plan_.prefetch, workers=1, local=1, replicas=1, collectives=None,
+            per_example_s=np.array([float(steady.seconds_per_example(p, kind))]),
+            shared=bool(steady.shares_cores(p, kind)), overhead_s=overhead, dispatch_s=dispatch,
+            update_s=float(steady.update_s(p)), metric_s=0.0,
+            fill_s=float(steady.fill_s(p, plan_.prefetch, t.shard_policy)), aggregate=1,
+            static_ready=None, static_duration=None, pull_s=0.0,
+            worker_of=np.zeros(1, dtype=int), local_index=np.zeros(1, dtype=int),
         )
 
     def input_s(self, global_examples: int) -> float:
@@ -382,9 +403,20 @@ def simulate(scenario: Scenario) -> Timeline:
     ``w<i>/r<j>`` for each shown replica's compute and ``w<i>/r<j>/comm``
     for its collectives) and the per-step times of all replicas.
     """
-    setup = _Setup.of(scenario)
-    t = scenario.training
-    sizes, epoch_start = step_sizes(scenario, setup.p)
+    return _run(_Setup.of(scenario), trace=True)
+
+
+def one_device_run(scenario: Scenario, batch: int) -> Timeline:
+    """The one-device baseline of ``scenario`` (see :meth:`_Setup.one_device`)
+    with ``batch`` examples per step, simulated for ``training.steps`` steps
+    of its own epoch with the scenario's compute distribution and seed (no trace).
+    A scenario of one device without a straggler is its own baseline, draw for draw."""
+    return _run(_Setup.one_device(scenario, batch), trace=False)
+
+
+def _run(setup: _Setup, trace: bool) -> Timeline:
+    t = setup.scenario.training
+    sizes, epoch_start = step_sizes(setup.scenario, setup.p)
     rng = np.random.default_rng(t.seed)
     batches = {g: np.asarray(sharding.replica_batch_sizes(int(g), setup.replicas), dtype=float) for g in set(sizes)}
     shown = shown_replicas(setup.workers, setup.local)
@@ -396,6 +428,7 @@ def simulate(scenario: Scenario) -> Timeline:
         prev = _simulate_step(setup, int(g), batches[g], factor, prev, bool(epoch_start[s]))
         steps.append(prev.shown(shown, shown_workers))
     ends = np.array([s.step_end for s in steps])
-    return Timeline(trace=_trace(setup, steps, shown), step_times_s=np.diff(np.concatenate([[0.0], ends])),
+    return Timeline(trace=_trace(setup, steps, shown) if trace else Trace.from_events([]),
+                    step_times_s=np.diff(np.concatenate([[0.0], ends])),
                     exposed_comm_s=np.array([s.exposed_comm_s for s in steps]), global_examples=sizes,
                     epoch_start=epoch_start, shown_replicas=shown, num_replicas=setup.replicas)

@@ -28,10 +28,13 @@ class Summary:
     """Headline metrics of one run.
 
     Attributes:
-        step_time_s: median wall time of one synchronous step, or for async
-            training the mean time between applied updates times the number of
-            workers, in seconds.
-        throughput_samples_per_s: training examples processed per second.
+        step_time_s: mean wall time of one steady synchronous step (a
+            measured run may report its median), or for async training the
+            mean time between applied updates times the number of workers,
+            in seconds.
+        throughput_samples_per_s: training examples processed per second
+            (examples over the time they took; for a synchronous prediction,
+            the global batch over the mean step).
         speedup: weak scaling: throughput relative to one device of the same
             kind running one replica's batch; ``None`` when no baseline is known.
         efficiency: ``speedup / num_replicas``; ``None`` without a speedup.
@@ -46,6 +49,9 @@ class Summary:
         memory_bytes_per_replica: device memory one replica needs, bytes (a
             lower bound; see :mod:`distsim.mechanics.memory`); ``None`` when
             not known.
+        median_step_time_s: median of the same steps (async: of the times
+            between applied updates times the workers), seconds; ``None``
+            when not known (results stored before it existed).
     """
 
     step_time_s: float
@@ -58,6 +64,7 @@ class Summary:
     strong_speedup: float | None = None
     steps_per_epoch: int | None = None
     memory_bytes_per_replica: float | None = None
+    median_step_time_s: float | None = None
 
 
 @dataclass
