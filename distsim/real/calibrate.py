@@ -20,8 +20,8 @@
   localhost: the process counts the comparison runs);
 * a **parameter-server update with nothing to compute** (one worker, 4
   examples, the in-process cluster): what it takes beyond the model's
-  compute and the link's latency and bytes is the PS's **per-request cost**
-  (half per pull, half per push).
+  compute, the optimizer's apply and the link's latency and bytes is the PS's
+  **per-request cost** (half per pull, half per push).
 
 It fits the simulator's own parameters to those numbers: the device's
 ``step_overhead_s`` and ``efficiency``; each link's latency and bandwidth by
@@ -332,12 +332,14 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
     # memory bandwidth).
     update_s = values["num_params"] * OPTIMIZER_BYTES_PER_PARAM / memory_Bps
     overhead = max(float(intercept) - update_s - dispatch, 0.0)
-    # One PS worker's update = pull + compute + push; each transfer is the
-    # link's latency and bytes plus the PS's request cost.
+    # One PS worker's update = pull + compute + push + the PS applying the
+    # gradient (the simulator prices that apply itself, like the update above:
+    # distsim.engines.prediction.ps_apply_s); each transfer is the link's
+    # latency and bytes plus the PS's request cost.
     ps_update = float(np.median(ps_rounds))
     compute = overhead + dispatch + PS_BATCH * float(slope)
     link = inter.latency_s + grad_bytes / inter.bandwidth_Bps
-    request = max((ps_update - compute) / 2 - link, 0.0)
+    request = max((ps_update - compute - update_s) / 2 - link, 0.0)
     return Calibration(
         workload=workload,
         batches=batches,

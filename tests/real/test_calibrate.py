@@ -75,7 +75,8 @@ def test_fit_recovers_overhead_dispatch_slope_and_request_from_synthetic_rounds(
     collective = [{"workers": w, "allreduce_s": [_link("ring", w, m, *inter, True) for m in sizes],
                    "cross_device_op": "ring"} for w in (2, 3)]
     link = inter[0] + grad / inter[1]
-    ps_update = overhead + dispatch + PS_BATCH * per_example + 2 * (link + request)
+    # The PS applies the pushed gradient too (the engine prices that apply: ps_apply_s), so it is not request time.
+    ps_update = overhead + dispatch + PS_BATCH * per_example + 2 * (link + request) + update
     cal = fit([local], collective, [ps_update], workload="mnist_mlp", physical_cores=2)
     # Exact inputs, so only float rounding separates the fit from the truth.
     assert cal.compute_s_per_example == pytest.approx(per_example, rel=1e-6)
