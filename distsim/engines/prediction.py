@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from distsim.engines import asyncps, steady, timeline
+from distsim.engines import asyncps, bottleneck, steady, timeline
 from distsim.mechanics import memory
 from distsim.mechanics.communication import link_Bps
 from distsim.results.result import Result, Summary
@@ -85,6 +85,7 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
     throughput = t.global_batch / step_time
     speedup = throughput / float(model.baseline_throughput_samples_per_s)
     exposed = float(np.median(run.exposed_comm_s[full])) if full.any() else float(model.exposed_comm_s)
+    neck = bottleneck.of_sync(scenario, plan_, p)
     summary = Summary(
         step_time_s=step_time,
         throughput_samples_per_s=throughput,
@@ -95,6 +96,8 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
         strong_speedup=throughput / float(model.strong_baseline_throughput_samples_per_s),
         steps_per_epoch=int(model.steps_per_epoch),
         memory_bytes_per_replica=float(footprint.total_bytes),
+        bottleneck=neck.kind,
+        bottleneck_share=neck.share,
     )
     return Result(
         source="predicted",
@@ -105,7 +108,7 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
         step_times_s=steps,
         trace=run.trace,
         scenario=scenario,
-        meta={**_meta(scenario, plan_), "trace_replicas": _shown_note(run)},
+        meta={**_meta(scenario, plan_), "trace_replicas": _shown_note(run), **neck.meta},
     )
 
 
@@ -337,6 +340,7 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
     model = steady.step_model(scenario, p)
     speedup = throughput / float(model.baseline_throughput_samples_per_s)
     cycle = workers / rate
+    neck = bottleneck.of_async(scenario, plan_, p, costs)
     summary = Summary(
         step_time_s=cycle,
         throughput_samples_per_s=throughput,
@@ -348,6 +352,8 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
         strong_speedup=throughput / float(model.strong_baseline_throughput_samples_per_s),
         steps_per_epoch=int(_ceil(scenario.workload.num_examples, batch)),
         memory_bytes_per_replica=float(footprint.total_bytes),
+        bottleneck=neck.kind,
+        bottleneck_share=neck.share,
     )
     return Result(
         source="predicted",
@@ -359,7 +365,8 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
         trace=_async_trace(log, float(costs.push_s), float(costs.pull_s)),
         staleness=log.to_staleness(),
         scenario=scenario,
-        meta=_meta(scenario, plan_) | ({"caveat": caveat} if (caveat := phase_caveat(scenario, costs, fifo)) else {}),
+        meta=_meta(scenario, plan_) | ({"caveat": caveat} if (caveat := phase_caveat(scenario, costs, fifo)) else {})
+        | neck.meta,
     )
 
 
