@@ -180,3 +180,14 @@ def test_shares_lie_in_zero_one_on_preset_scenarios():
         s = distsim.predict(distsim.make_scenario("gtx_1080_ti", "mnist_mlp", strategy, workers, devices,
                                                   global_batch=256, steps=3)).summary
         assert s.bottleneck in bottleneck.KINDS and 0 < s.bottleneck_share <= 1 and np.isfinite(s.bottleneck_share)
+
+
+def test_the_dashboard_table_names_the_bottleneck_and_shows_the_warning():
+    from distsim.views.widgets import metrics_html
+
+    result = distsim.predict(_data_sharded(input_threads=1))
+    pinned = distsim.predict(_one_device(3, 1, prefetch=True)).summary
+    table = metrics_html(result.summary, pinned, result.meta["warning"])
+    assert '<td class="distsim-bottleneck" data-bottleneck="input">input (100% of the step)</td>' in table
+    assert '<td class="distsim-bottleneck-pinned">compute (100% of the step)</td><td>changed</td>' in table
+    assert "training.input_threads" in table.split('class="distsim-warning"')[1]
