@@ -191,3 +191,47 @@ def test_the_dashboard_table_names_the_bottleneck_and_shows_the_warning():
     assert '<td class="distsim-bottleneck" data-bottleneck="input">input (100% of the step)</td>' in table
     assert '<td class="distsim-bottleneck-pinned">compute (100% of the step)</td><td>changed</td>' in table
     assert "training.input_threads" in table.split('class="distsim-warning"')[1]
+
+
+# ------------------------------------------------------------------ ImageNet presets' pipeline defaults
+
+IMAGENET = ("resnet50_224", "resnet101_224", "resnet152_224", "vgg16_224", "inception_v3_299", "alexnet_227")
+
+
+@pytest.mark.parametrize("workload", IMAGENET)
+def test_imagenet_presets_bring_their_1024_files_and_autotune_like_threads(workload):
+    t = distsim.make_scenario("v100", workload, "multi_worker_mirrored", num_workers=4, global_batch=256).training
+    assert (t.shard_policy, t.num_files, t.input_threads) == ("FILE", 1024, 32)
+    _, sources = distsim.scenario.presets.load_preset("workload", workload)
+    assert "training_defaults" not in sources  # not a Workload field
+
+
+def test_the_sharding_default_follows_tensorflows_auto_policy():
+    def training(workers, **knobs):
+        return distsim.make_scenario("v100", "resnet50_224", "multi_worker_mirrored", num_workers=workers,
+                                     global_batch=64 * workers, **knobs).training
+
+    # One worker: nothing to shard. More workers than files: AUTO falls back to DATA (options.py, AutoShardPolicy).
+    assert (training(1).shard_policy, training(1).num_files) == ("DATA", None)
+    assert (training(1025).shard_policy, training(1025).num_files, training(1025).input_threads) == ("DATA", None, 32)
+    assert training(1024).num_files == 1024
+    # The scenario's own knobs win, and an inline workload or another preset brings none.
+    assert (training(4, shard_policy="DATA").shard_policy, training(4, shard_policy="DATA").num_files) == ("DATA", None)
+    assert training(4, input_threads=1).input_threads == 1
+    assert distsim.make_scenario("v100", "mnist_mlp", "multi_worker_mirrored", num_workers=4).training.input_threads == 1
+    scenario = distsim.make_scenario("v100", "resnet50_224", "multi_worker_mirrored", num_workers=4)
+    assert distsim.Scenario.from_dict(scenario.to_dict()) == scenario
+
+
+def test_the_issues_10000_gpu_what_if_names_input_and_the_fields_to_change():
+    # 1,250 DGX-1 workers x 8 V100, 64 images per GPU. 1,024 files < 1,250 workers, so DATA: each worker reads
+    # all 640,000 images at 1.4 ms each on 32 threads: 640,000 x 1.4e-3 / 32 = 28 s per step, all of it input.
+    big = distsim.make_scenario("v100", "resnet50_224", "multi_worker_mirrored", num_workers=1250, devices_per_worker=8,
+                                intra_link="nvlink2", inter_link="infiniband_hdr", topology="dgx1_v100",
+                                algorithm="hierarchical", inter_algorithm="nccl_tree", protocol="nccl",
+                                grouping="fusion", global_batch=64 * 10_000, steps=3)
+    result = distsim.predict(big)
+    assert result.summary.bottleneck == "input" and result.summary.bottleneck_share == 1.0
+    # The copy to the GPU adds 64 x 602,112 B over NVLink, about 3e-4 of the step: hence rel=1e-3.
+    assert result.summary.step_time_s == pytest.approx(640_000 * 1.4e-3 / 32, rel=1e-3)
+    assert "training.num_files >= 1,250" in result.meta["warning"]

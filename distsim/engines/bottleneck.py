@@ -171,7 +171,8 @@ def _warned(neck: Bottleneck, scenario: Scenario, sync: bool) -> Bottleneck:
     if sync and t.shard_policy == "DATA" and workers > 1:
         advice.append(f"under training.shard_policy='DATA' each of the {workers:,} workers reads the whole global "
                       f"batch of {t.global_batch:,} examples: store the data in files and set "
-                      f"training.shard_policy='FILE' with training.num_files >= {workers:,}")
+                      f"training.shard_policy='FILE' with training.num_files >= {workers:,} (TensorFlow's default "
+                      "AUTO policy shards by file only with at least as many files as workers)")
     if t.input_threads == 1:
         advice.append("the input map runs on one thread: raise training.input_threads (tf.data.AUTOTUNE "
                       "parallelises it over the host's cores)")
