@@ -55,7 +55,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from distsim.engines import steady
-from distsim.mechanics.communication import Communication
 from distsim.mechanics.strategies import StrategyPlan
 from distsim.scenario import Scenario, load_preset
 
@@ -94,13 +93,9 @@ def _named(path_s: dict, step_s: float, warning: str = "") -> Bottleneck:
     return Bottleneck(kind, min(path_s[kind] / step_s, 1.0), path_s, step_s, warning)
 
 
-def of_sync(scenario: Scenario, plan_: StrategyPlan, p: dict) -> Bottleneck:
-    """The bottleneck of a synchronous scenario (``p``: its :func:`steady.model_params`)."""
-    # The slowest worker's full step, built as steady.step_model builds it (a test holds the two equal).
-    parts = steady.step_parts(steady.straggler_params(p), p["training.global_batch"], plan_,
-                              scenario.cluster.device.kind, scenario.training.shard_policy,
-                              steady.Collectives.of(scenario, plan_),
-                              steady.metric_comm_s(p, Communication.of(scenario, plan_)))
+def of_sync(scenario: Scenario, plan_: StrategyPlan, parts: steady.StepParts) -> Bottleneck:
+    """The bottleneck of a synchronous scenario from the pieces of its slowest
+    worker's full step (:attr:`steady.ModelOutput.parts`)."""
     device = {
         "compute": float(parts.overhead_s + parts.dispatch_s + parts.forward_s + parts.backward_s),
         "communication": float(parts.exposed_comm_s + parts.metric_comm_s),

@@ -85,7 +85,7 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
     throughput = t.global_batch / step_time
     speedup = throughput / float(model.baseline_throughput_samples_per_s)
     exposed = float(np.median(run.exposed_comm_s[full])) if full.any() else float(model.exposed_comm_s)
-    neck = bottleneck.of_sync(scenario, plan_, p)
+    neck = bottleneck.of_sync(scenario, plan_, model.parts)
     summary = Summary(
         step_time_s=step_time,
         throughput_samples_per_s=throughput,

@@ -429,6 +429,8 @@ class ModelOutput:
             one replica's batch (weak scaling's baseline), examples/s.
         strong_baseline_throughput_samples_per_s: one device running the
             whole global batch (strong scaling's baseline), examples/s.
+        parts: the pieces of the slowest worker's full step (what
+            :mod:`distsim.engines.bottleneck` names the bottleneck from).
     """
 
     step_time_s: np.ndarray
@@ -438,6 +440,7 @@ class ModelOutput:
     throughput_samples_per_s: np.ndarray
     baseline_throughput_samples_per_s: np.ndarray
     strong_baseline_throughput_samples_per_s: np.ndarray
+    parts: StepParts
 
     @property
     def speedup(self) -> np.ndarray:
@@ -477,6 +480,7 @@ def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
         throughput_samples_per_s=batch / step,
         baseline_throughput_samples_per_s=_one_device_throughput(p, parts.replica_batch, plan_, kind, policy),
         strong_baseline_throughput_samples_per_s=_one_device_throughput(p, batch, plan_, kind, policy),
+        parts=parts,
     )
 
 
