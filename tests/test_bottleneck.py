@@ -235,3 +235,17 @@ def test_the_issues_10000_gpu_what_if_names_input_and_the_fields_to_change():
     # The copy to the GPU adds 64 x 602,112 B over NVLink, about 3e-4 of the step: hence rel=1e-3.
     assert result.summary.step_time_s == pytest.approx(640_000 * 1.4e-3 / 32, rel=1e-3)
     assert "training.num_files >= 1,250" in result.meta["warning"]
+
+
+def test_an_async_worker_bound_by_its_input_is_told_about_threads_not_sharding():
+    # 2 workers, each reading its own 64 examples (3 ms on one thread) while computing 1 ms (prefetch), then
+    # a push and a pull of 4e6 bytes at 1e12 B/s (4 us each); no apply. The PS carries 2 x 8 us per cycle,
+    # less than a worker's own 3 + 0.008 ms: input is 3 / 3.008 of the cycle. Async workers read their own
+    # batches whatever the shard policy, so only the thread advice applies.
+    scenario = distsim.make_scenario(DEVICE, _workload(1, 3), "parameter_server", num_workers=2,
+                                     inter_link=_link(1e12, full_duplex=False), global_batch=2 * BATCH,
+                                     optimizer_bytes_per_param=0, steps=5)
+    result = distsim.predict(scenario)
+    assert result.summary.bottleneck == "input"
+    assert result.summary.bottleneck_share == pytest.approx(3 / 3.008, rel=1e-9)
+    assert "training.input_threads" in result.meta["warning"] and "shard_policy" not in result.meta["warning"]
