@@ -100,6 +100,10 @@ def _summary_rows(result) -> list[tuple[str, str]]:
     ]
     if s.mean_staleness is not None:
         rows.append(("mean staleness", f"{s.mean_staleness:.2f} updates"))
+    if s.bottleneck is not None:
+        rows.append(("bottleneck", f"{s.bottleneck} ({s.bottleneck_share:.0%} of the step)"))
+    if result.meta.get("warning"):
+        rows.append(("warning", result.meta["warning"]))
     if result.meta.get("caveat"):
         rows.append(("caveat", result.meta["caveat"]))
     return rows

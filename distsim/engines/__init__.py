@@ -5,11 +5,12 @@
 * :mod:`~distsim.engines.asyncps`: asynchronous parameter-server updates and their staleness;
 * :mod:`~distsim.engines.pipeline`: pipeline (model) parallelism;
 * :mod:`~distsim.engines.prediction`: :func:`predict`, one scenario;
+* :mod:`~distsim.engines.bottleneck`: what limits a predicted step, and its share;
 * :mod:`~distsim.engines.sweeps`: :func:`sweep`, a grid of scenarios at once.
 """
 
-from distsim.engines import asyncps, pipeline, steady, timeline
+from distsim.engines import asyncps, bottleneck, pipeline, steady, timeline
 from distsim.engines.prediction import predict
 from distsim.engines.sweeps import SweepTable, sweep
 
-__all__ = ["SweepTable", "asyncps", "pipeline", "predict", "steady", "sweep", "timeline"]
+__all__ = ["SweepTable", "asyncps", "bottleneck", "pipeline", "predict", "steady", "sweep", "timeline"]

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from distsim.engines import asyncps, steady, timeline
+from distsim.engines import asyncps, bottleneck, steady, timeline
 from distsim.mechanics import memory
 from distsim.mechanics.communication import link_Bps
 from distsim.results.result import Result, Summary
@@ -102,6 +102,7 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
     weak, strong = baseline_throughputs(scenario, model)
     speedup = throughput / weak
     exposed = float(np.mean(run.exposed_comm_s[full])) if full.any() else float(model.exposed_comm_s)
+    neck = bottleneck.of_sync(scenario, plan_, model.parts)
     summary = Summary(
         step_time_s=mean_full,
         median_step_time_s=median,
@@ -113,6 +114,8 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
         strong_speedup=throughput / strong,
         steps_per_epoch=int(model.steps_per_epoch),
         memory_bytes_per_replica=float(footprint.total_bytes),
+        bottleneck=neck.kind,
+        bottleneck_share=neck.share,
     )
     return Result(
         source="predicted",
@@ -123,7 +126,7 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
         step_times_s=steps,
         trace=run.trace,
         scenario=scenario,
-        meta={**_meta(scenario, plan_), "trace_replicas": _shown_note(run)},
+        meta={**_meta(scenario, plan_), "trace_replicas": _shown_note(run), **neck.meta},
     )
 
 
@@ -443,6 +446,7 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
     speedup = throughput / weak
     cycle = workers / rate
     step_times = np.diff(np.concatenate([[0.0], log.apply_time_s])) * workers
+    neck = bottleneck.of_async(scenario, plan_, p, costs)
     summary = Summary(
         step_time_s=cycle,
         median_step_time_s=float(np.median(step_times)),
@@ -455,6 +459,8 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
         strong_speedup=throughput / strong,
         steps_per_epoch=int(_ceil(scenario.workload.num_examples, batch)),
         memory_bytes_per_replica=float(footprint.total_bytes),
+        bottleneck=neck.kind,
+        bottleneck_share=neck.share,
     )
     return Result(
         source="predicted",
@@ -466,7 +472,8 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
         trace=_async_trace(log, float(costs.push_s), float(costs.pull_s)),
         staleness=log.to_staleness(),
         scenario=scenario,
-        meta=_meta(scenario, plan_) | ({"caveat": caveat} if (caveat := phase_caveat(scenario, costs, fifo)) else {}),
+        meta=_meta(scenario, plan_) | ({"caveat": caveat} if (caveat := phase_caveat(scenario, costs, fifo)) else {})
+        | neck.meta,
     )
 
 

@@ -445,6 +445,8 @@ class ModelOutput:
             one replica's batch (weak scaling's baseline), examples/s.
         strong_baseline_throughput_samples_per_s: one device running the
             whole global batch (strong scaling's baseline), examples/s.
+        parts: the pieces of the slowest worker's full step (what
+            :mod:`distsim.engines.bottleneck` names the bottleneck from).
     """
 
     step_time_s: np.ndarray
@@ -454,6 +456,7 @@ class ModelOutput:
     throughput_samples_per_s: np.ndarray
     baseline_throughput_samples_per_s: np.ndarray
     strong_baseline_throughput_samples_per_s: np.ndarray
+    parts: StepParts
 
     @property
     def speedup(self) -> np.ndarray:
@@ -493,6 +496,7 @@ def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
         throughput_samples_per_s=batch / step,
         baseline_throughput_samples_per_s=_one_device_throughput(p, parts.replica_batch, plan_, kind, policy),
         strong_baseline_throughput_samples_per_s=_one_device_throughput(p, batch, plan_, kind, policy),
+        parts=parts,
     )
 
 

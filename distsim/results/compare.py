@@ -44,6 +44,10 @@ class ComparisonRow:
         measured_spread: (max - min) / median of the repeats' step times.
         predicted_ratio, measured_ratio, ratio_error: step time relative to
             the baseline row, and its signed error; ``None`` without baseline.
+        bottleneck, bottleneck_share: what the prediction names as its
+            bottleneck and the share of the step it takes
+            (:class:`~distsim.results.result.Summary`); ``None`` when the
+            prediction does not say.
     """
 
     label: str
@@ -60,6 +64,8 @@ class ComparisonRow:
     predicted_ratio: float | None = None
     measured_ratio: float | None = None
     ratio_error: float | None = None
+    bottleneck: str | None = None
+    bottleneck_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,7 @@ class Comparison:
         head = f"{'configuration':<34}{'pred ms':>9}{'meas ms':>9}{'err':>8}{'pred/s':>9}{'meas/s':>9}{'err':>8}"
         if self.baseline is not None:
             head += f"{'pred x':>8}{'meas x':>8}{'err':>8}"
+        head += "  predicted bottleneck"
         lines = [head, "-" * len(head)]
         for r in self.rows:
             line = (
@@ -113,12 +120,18 @@ class Comparison:
             )
             if self.baseline is not None:
                 line += f"{r.predicted_ratio:>8.2f}{r.measured_ratio:>8.2f}{r.ratio_error:>+8.0%}"
-            lines.append(line)
+            lines.append(f"{line}  {_bottleneck_text(r)}")
         judged = "ratio to " + self.baseline if self.baseline is not None else "step time"
         lines.append(
             f"judged on {judged}: median |error| {self.median_abs_error:.1%}, max |error| {self.max_abs_error:.1%}"
         )
         return "\n".join(lines)
+
+
+def _bottleneck_text(row: ComparisonRow) -> str:
+    if row.bottleneck is None:
+        return "-"
+    return f"{row.bottleneck} {row.bottleneck_share:.0%}"
 
 
 _RESULT = InstanceOf(Result, "a Result")
@@ -221,6 +234,8 @@ def compare(
                 throughput_error=float(p.summary.throughput_samples_per_s) / measured_tp - 1.0,
                 repeats=len(rs),
                 measured_spread=float((steps.max() - steps.min()) / measured_step),
+                bottleneck=p.summary.bottleneck,
+                bottleneck_share=p.summary.bottleneck_share,
                 **ratio,
             )
         )

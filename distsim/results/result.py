@@ -52,6 +52,15 @@ class Summary:
         median_step_time_s: median of the same steps (async: of the times
             between applied updates times the workers), seconds; ``None``
             when not known (results stored before it existed).
+        bottleneck: the largest piece of the predicted step's critical
+            path, one of ``compute``, ``input``, ``communication``,
+            ``ps_nic``, ``ps_apply``, ``memory``; ``None`` when not known
+            (measured runs, results stored before it existed). The kinds and
+            the critical path: :mod:`distsim.engines.bottleneck`.
+        bottleneck_share: that piece's seconds over the closed-form step's
+            (async: over a cycle of one update from each worker), in [0, 1]:
+            1 when overlapped input (prefetch) takes the whole step; without
+            prefetch the pieces of a synchronous step add up to 1.
     """
 
     step_time_s: float
@@ -65,6 +74,8 @@ class Summary:
     steps_per_epoch: int | None = None
     memory_bytes_per_replica: float | None = None
     median_step_time_s: float | None = None
+    bottleneck: str | None = None
+    bottleneck_share: float | None = None
 
 
 @dataclass

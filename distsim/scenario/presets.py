@@ -37,6 +37,8 @@ PRESET_FILES: dict[str, str] = {"device": "devices.json", "link": "links.json", 
                                 "topology": "topologies.json"}
 COMPONENTS: dict[str, type] = {"device": Device, "link": Link, "workload": Workload, "topology": Topology}
 PRESET_DIR_ENV = "DISTSIM_PRESET_DIR"
+#: A workload preset's entry of Training knobs that belong to its dataset and pipeline (not Workload fields).
+TRAINING_DEFAULTS = "training_defaults"
 
 
 def _check_kind(kind: str) -> None:
@@ -106,6 +108,8 @@ def load_preset(kind: str, name: str) -> tuple[dict, dict]:
         raise InputError(f"{kind} preset", name, f"one of {sorted(presets)}")
     values, sources = {}, {}
     for key, entry in presets[name].items():
+        if key == TRAINING_DEFAULTS:
+            continue
         if isinstance(entry, dict) and "value" in entry:
             values[key] = entry["value"]
             sources[key] = str(entry.get("source", ""))
@@ -180,3 +184,28 @@ def component_from(kind: str, spec: Any, path: str):
 
 def _required(f: dataclasses.Field) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def training_defaults(workload: Any, num_workers: int, training: dict) -> dict:
+    """The Training knobs a workload preset brings to a scenario that does not
+    set them (``training``: the scenario's own knobs).
+
+    A preset's ``training_defaults`` (ImageNet's: its 1,024 TFRecord files,
+    AUTOTUNE-like ``input_threads``; sources in ``workloads.json``) fill the
+    knobs ``training`` leaves out. Its files decide the sharding as
+    TensorFlow's default ``AutoShardPolicy.AUTO`` does: FILE over those files
+    when the scenario sets neither ``shard_policy`` nor ``num_files`` and has
+    2 to ``num_files`` workers; AUTO falls back to DATA with fewer files than
+    workers (TF 2.21 ``tensorflow/python/data/ops/options.py``,
+    ``AutoShardPolicy``), and with one worker there is nothing to shard.
+    Inline workloads, and ``Scenario.replace`` of a workload, bring none."""
+    name = workload if isinstance(workload, str) else workload.get("preset") if isinstance(workload, dict) else None
+    presets = _all_presets("workload")
+    if not isinstance(name, str) or name not in presets or not isinstance(training, dict):
+        return {}
+    knobs = {k: v["value"] if isinstance(v, dict) and "value" in v else v
+             for k, v in presets[name].get(TRAINING_DEFAULTS, {}).items()}
+    files = knobs.pop("num_files", None)
+    if files is not None and not {"shard_policy", "num_files"} & set(training) and 1 < num_workers <= files:
+        knobs |= {"shard_policy": "FILE", "num_files": files}
+    return {k: v for k, v in knobs.items() if k not in training}

@@ -18,7 +18,7 @@ from typing import Any
 from distsim.scenario import rules
 from distsim.scenario.components import Cluster, Strategy, Training, Workload
 from distsim.scenario.paths import replace_path
-from distsim.scenario.presets import SCHEMA_VERSION, component_from
+from distsim.scenario.presets import SCHEMA_VERSION, component_from, training_defaults
 from distsim.validation import InputError, InstanceOf, Text, check_fields, check_keys, checked, read_json, write_json
 
 #: Links a cluster gets when the scenario names none, by device kind.
@@ -109,11 +109,14 @@ class Scenario:
                                        "training"}, required=("schema_version", "cluster", "workload"))
         if d["schema_version"] != SCHEMA_VERSION:
             raise InputError("schema_version", d["schema_version"], f"{SCHEMA_VERSION} (this distsim's scenario format)")
+        cluster, training = _cluster_from(d["cluster"]), d.get("training", {})
+        training = {**training_defaults(d["workload"], cluster.num_workers, training), **training} \
+            if isinstance(training, dict) else training
         return cls(
-            cluster=_cluster_from(d["cluster"]),
+            cluster=cluster,
             workload=component_from("workload", d["workload"], "workload"),
             strategy=_part_from(Strategy, d.get("strategy", {}), "strategy"),
-            training=_part_from(Training, d.get("training", {}), "training"),
+            training=_part_from(Training, training, "training"),
             name=d.get("name", ""),
             notes=d.get("notes", ""),
         )

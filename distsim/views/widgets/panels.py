@@ -7,6 +7,7 @@ Figures are drawn with matplotlib's Agg renderer and shown as PNG images in
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import ipywidgets as widgets
@@ -63,10 +64,28 @@ def _value_attr(value: float | None) -> str:
     return "" if value is None else repr(float(value))
 
 
-def metrics_html(summary: Summary, pinned: Summary | None = None) -> str:
+def bottleneck_text(summary: Summary) -> str:
+    """How the dashboard names a prediction's bottleneck (``"—"`` when unknown)."""
+    if summary.bottleneck is None:
+        return "—"
+    return f"{summary.bottleneck} ({summary.bottleneck_share:.0%} of the step)"
+
+
+def _bottleneck_row(summary: Summary, pinned: Summary | None) -> str:
+    """The table's last row: what limits the step (a word, not a number, so not a ``distsim-metric`` cell)."""
+    cells = f'<td class="distsim-bottleneck" data-bottleneck="{summary.bottleneck or ""}">{bottleneck_text(summary)}</td>'
+    if pinned is not None:
+        change = "same" if pinned.bottleneck == summary.bottleneck else "changed"
+        cells += f'<td class="distsim-bottleneck-pinned">{bottleneck_text(pinned)}</td><td>{change}</td>'
+    return f"<tr><th style='text-align:left'>bottleneck</th>{cells}</tr>"
+
+
+def metrics_html(summary: Summary, pinned: Summary | None = None, warning: str = "") -> str:
     """The metrics table. Each value cell carries ``data-metric`` (the
     Summary field) and ``data-value`` (the exact float, ``repr``), which is
-    what the browser test reads."""
+    what the browser test reads. A last row names the bottleneck
+    (``Summary.bottleneck``); ``warning`` (``Result.meta["warning"]``), if
+    any, follows the table."""
     head = "<tr><th></th><th>current</th>" + ("<th>pinned</th><th>change</th>" if pinned else "") + "</tr>"
     rows = []
     for m in METRICS:
@@ -79,7 +98,11 @@ def metrics_html(summary: Summary, pinned: Summary | None = None) -> str:
             cells += (f'<td class="distsim-pinned" data-metric="{m.key}" data-value="{_value_attr(old)}">'
                       f"{format_metric(m.key, old)}</td><td>{change}</td>")
         rows.append(f"<tr><th style='text-align:left'>{m.label}</th>{cells}</tr>")
-    return f'<table class="distsim-metrics" style="border-spacing:10px 2px">{head}{"".join(rows)}</table>'
+    rows.append(_bottleneck_row(summary, pinned))
+    table = f'<table class="distsim-metrics" style="border-spacing:10px 2px">{head}{"".join(rows)}</table>'
+    if warning:
+        table += f'<div class="distsim-warning" style="max-width:32em;color:#8a3b00">{html.escape(warning)}</div>'
+    return table
 
 
 def legend_html() -> str:

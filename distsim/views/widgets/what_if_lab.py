@@ -337,7 +337,8 @@ class WhatIfLab:
             self.scenario, self.result = scenario, result
             self.error.value = ""
             pinned = self.pinned
-            self.metrics.value = metrics_html(result.summary, pinned[1].summary if pinned else None)
+            self.metrics.value = metrics_html(result.summary, pinned[1].summary if pinned else None,
+                                              result.meta.get("warning", ""))
             self.timeline.show(result.trace, pinned[1].trace if pinned else None)
             here = ScalingPoint(scenario.num_replicas, result.summary.speedup) \
                 if result.summary.speedup is not None else None
