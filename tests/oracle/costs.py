@@ -1,0 +1,226 @@
+"""Plain closed forms the oracle's processes spend time on (seconds, bytes).
+
+Every function cites the sentence of the docs it implements. Nothing here
+comes from the engines' code.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from distsim.scenario import Scenario
+
+
+def link_rate_Bps(link) -> float:
+    """``min(bandwidth_Bps x payload_fraction, stack_bandwidth_Bps)``
+    (``Link`` docstring: the slower of the wire's payload rate and the hosts'
+    network software; ``None`` is free)."""
+    wire = link.bandwidth_Bps * link.payload_fraction
+    return wire if link.stack_bandwidth_Bps is None else min(wire, link.stack_bandwidth_Bps)
+
+
+@dataclass(frozen=True)
+class Net:
+    """The two link classes: (latency, bytes/s) inside a worker and between workers."""
+
+    a1: float
+    b1: float
+    a2: float
+    b2: float
+
+    @classmethod
+    def of(cls, s: Scenario) -> "Net":
+        c = s.cluster
+        return cls(c.intra_link.latency_s, link_rate_Bps(c.intra_link), c.inter_link.latency_s,
+                   link_rate_Bps(c.inter_link))
+
+
+def ring_s(n: float, workers: int, local: int, net: Net) -> float:
+    """Ring all-reduce of ``n`` bytes per rank over ``workers x local`` ranks:
+    2(p-1) steps, each moving n/p bytes per rank (DESIGN.md: 2(p-1)a +
+    2(p-1)/p n/B). Every step prices its busiest port, alpha + bytes / B,
+    "the slower link class when a step uses both" (collective_costs.py): in
+    a ring every step sends over the intra link inside a node and, with
+    several nodes, one rank per node over its NIC."""
+    p = workers * local
+    if p == 1:
+        return 0.0
+    steps = []
+    if local > 1:
+        steps.append(net.a1 + n / p / net.b1)
+    if workers > 1:
+        steps.append(net.a2 + n / p / net.b2)
+    return 2 * (p - 1) * max(steps)
+
+
+def _one_class(workers: int, local: int, net: Net) -> tuple[float, float]:
+    """(latency, bandwidth) of a collective whose ranks are all on one node or one per node."""
+    if workers == 1:
+        return net.a1, net.b1
+    if local == 1:
+        return net.a2, net.b2
+    raise ValueError("the oracle prices tree and halving-doubling only on one node or one rank per node")
+
+
+def tree_s(n: float, workers: int, local: int, net: Net) -> float:
+    """Binomial tree reduce then broadcast: 2 ceil(log2 p) steps, each moving
+    the whole message over one port (DESIGN.md: about 2 log2(p) (a + n/B))."""
+    p = workers * local
+    a, b = _one_class(workers, local, net)
+    return 2 * math.ceil(math.log2(p)) * (a + n / b) if p > 1 else 0.0
+
+
+def halving_doubling_s(n: float, workers: int, local: int, net: Net) -> float:
+    """Recursive halving (reduce-scatter) then doubling (all-gather) on p =
+    2^k ranks: step i moves n / 2^i bytes, each step alpha + bytes / B
+    (DESIGN.md: 2 log2(p) a + 2 (p-1)/p n/B)."""
+    p = workers * local
+    if p & (p - 1):
+        raise ValueError("the oracle prices halving-doubling on a power of two ranks only")
+    a, b = _one_class(workers, local, net)
+    k = int(math.log2(p))
+    return 2 * sum(a + n / 2**i / b for i in range(1, k + 1))
+
+
+def hierarchical_s(n: float, workers: int, local: int, net: Net) -> float:
+    """communication.py: reduce-scatter and all-gather over the L devices of
+    a node (a ring's two halves: (L-1) steps of n/L each), and between the
+    M nodes a ring on the whole message through each node's NIC (the L
+    per-device pieces of n/L share it: 2(M-1) steps of L (n/L)/M = n/M bytes)."""
+    inside = 2 * (local - 1) * (net.a1 + n / local / net.b1) if local > 1 else 0.0
+    between = 2 * (workers - 1) * (net.a2 + n / workers / net.b2) if workers > 1 else 0.0
+    return inside + between
+
+
+def ps_direction_s(n: float, workers: int, shards: int, net: Net) -> float:
+    """One direction (push or pull) of a synchronous parameter server with
+    ``shards`` shards on their own hosts and ``workers`` one-device workers
+    (DESIGN.md: max(n/B_worker, w n/(k B_ps)), plus a latency)."""
+    return net.a2 + max(n / net.b2, workers * n / (shards * net.b2))
+
+
+ALL_REDUCE = {"ring": ring_s, "tree": tree_s, "halving_doubling": halving_doubling_s,
+              "hierarchical": hierarchical_s}
+
+
+def algorithm(s: Scenario) -> str | None:
+    """The gradient summation the oracle prices: strategies.py's table
+    (mirrored and multi_worker_mirrored default to ``ring``; parameter_server
+    is ``parameter_server``), None for one replica or an async PS."""
+    if s.strategy.name == "parameter_server":
+        return None if s.strategy.resolved_mode == "async" else "parameter_server"
+    if s.num_replicas == 1:
+        return None
+    return s.strategy.algorithm or "ring"
+
+
+def collective_s(s: Scenario, n: float) -> float:
+    """All of an all-reduce of ``n`` bytes; a PS's push (one of its two
+    symmetric halves; communication.py ``push_s``)."""
+    alg, c, net = algorithm(s), s.cluster, Net.of(s)
+    if alg is None:
+        return 0.0
+    if alg == "parameter_server":
+        return ps_direction_s(n, c.num_workers, s.strategy.num_ps, net)
+    return ALL_REDUCE[alg](n, c.num_workers, c.devices_per_worker, net)
+
+
+def pull_s(s: Scenario) -> float:
+    """A synchronous PS's pull of every variable after the step's pushes (0 for an all-reduce)."""
+    if algorithm(s) != "parameter_server":
+        return 0.0
+    return ps_direction_s(gradient_bytes(s), s.cluster.num_workers, s.strategy.num_ps, Net.of(s))
+
+
+def gradient_bytes(s: Scenario) -> float:
+    return float(s.workload.num_params * s.workload.bytes_per_param)
+
+
+def seconds_per_example(s: Scenario) -> float:
+    """steady.py: the workload's ``compute_s_per_sample`` or ``flops_per_sample / (peak_flops x efficiency)``."""
+    w, d = s.workload, s.cluster.device
+    return w.compute_s_per_sample if w.compute_s_per_sample is not None else w.flops_per_sample / (
+        d.peak_flops * d.efficiency)
+
+
+def replica_batch(s: Scenario) -> int:
+    return -(-s.training.global_batch // s.num_replicas)
+
+
+def read_s(s: Scenario, examples: int) -> float:
+    """steady.py: reading ``examples`` on one host, ``examples x
+    input_s_per_sample / (host_input_speed x input_threads)``."""
+    return examples * s.workload.input_s_per_sample / (s.cluster.host_input_speed * s.training.input_threads)
+
+
+def copy_s(s: Scenario, examples: int) -> float:
+    """steady.py: copying a replica's ``examples`` to its accelerator over the intra link (not for CPUs)."""
+    if s.cluster.device.kind == "cpu":
+        return 0.0
+    return examples * s.workload.input_bytes_per_sample / link_rate_Bps(s.cluster.intra_link)
+
+
+def sync_input_s(s: Scenario) -> float:
+    """steady.py: the worker reads the whole global batch under DATA sharding
+    (or with one worker), its own share under FILE/OFF; then each replica's
+    batch goes to its accelerator (the replicas' own copies side by side)."""
+    g, w = s.training.global_batch, s.cluster.num_workers
+    examples = g if w == 1 or s.training.shard_policy == "DATA" else -(-g // w)
+    return read_s(s, examples) + copy_s(s, replica_batch(s))
+
+
+def update_s(s: Scenario) -> float:
+    """steady.py: ``num_params x optimizer_bytes_per_param / memory_bandwidth_Bps``."""
+    return s.workload.num_params * s.training.optimizer_bytes_per_param / s.cluster.device.memory_bandwidth_Bps
+
+
+def prefetch(s: Scenario) -> bool:
+    """strategies.py: ``Training.prefetch``, else every strategy but ``default`` prefetches."""
+    return s.training.prefetch if s.training.prefetch is not None else s.strategy.name != "default"
+
+
+def metric_s(s: Scenario) -> float:
+    """steady.py: across worker processes (multi_worker_mirrored), each of
+    ``metric_values`` is a 4-byte all-reduce after the update, one after another."""
+    if s.strategy.name != "multi_worker_mirrored" or s.cluster.num_workers == 1 or algorithm(s) is None:
+        return 0.0
+    return s.training.metric_values * collective_s(s, 4.0)
+
+
+@dataclass(frozen=True)
+class AsyncCosts:
+    """prediction.py ``async_costs``: per-update costs of one async PS worker (seconds).
+
+    Attributes:
+        compute_s: the worker's mean time per update besides its transfers.
+        shard_pull_s, shard_push_s: what one PS shard is busy with per transfer
+            (``request_s + (gradient / num_ps) / bandwidth``; a push adds its
+            share of the optimizer's apply at the PS, issue 24).
+        own_s: the rest of a transfer on the worker's side (its latency and the
+            part of its bytes no shard is busy with), so a transfer to an idle
+            PS takes ``latency + request_s + gradient / bandwidth``.
+    """
+
+    compute_s: float
+    shard_pull_s: float
+    shard_push_s: float
+    own_s: float
+
+
+def async_costs(s: Scenario, apply_at_ps: bool = True) -> AsyncCosts:
+    """Every replica is a worker that computes one replica batch (input
+    prefetched: its own batch only, read then copied), then the transfers of
+    prediction.py's ``async_costs``. ``apply_at_ps``: the PS applies the
+    optimizer update, ``num_params x optimizer_bytes_per_param / memory
+    bandwidth`` divided over the shards (issue 24, item 3)."""
+    d, link = s.cluster.device, s.cluster.inter_link
+    b = replica_batch(s)
+    own_input = read_s(s, b) + copy_s(s, b)
+    device = d.step_overhead_s + d.replica_dispatch_s + b * seconds_per_example(s)
+    compute = max(own_input, device) if prefetch(s) else own_input + device
+    k, grad, rate = s.strategy.num_ps, gradient_bytes(s), link_rate_Bps(link)
+    shard = link.request_s + grad / k / rate
+    apply = update_s(s) / k if apply_at_ps else 0.0
+    own = link.latency_s + link.request_s + grad / rate - shard
+    return AsyncCosts(compute, shard, shard + apply, own)

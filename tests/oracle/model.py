@@ -1,0 +1,128 @@
+"""The step as SimPy processes and resources (seconds).
+
+Synchronous training (:func:`sync_step_times`), per steady.py's docstring:
+
+* each worker's **input**: with prefetch a producer process reads and copies
+  batches into a ``Store`` of capacity 1 while the devices compute; without
+  it the host reads the step's batch inside the step;
+* the worker's **host** then spends ``step_overhead_s`` and dispatches its
+  replicas one after another, ``replica_dispatch_s`` each; a replica starts
+  computing when its own dispatch is done;
+* each **replica** computes forward (1/3) and backward (2/3) of its batch
+  times a random factor per (step, replica) with mean 1 (stragglers.py);
+  gradient bucket k is ready once (k+1)/K of its backward pass is done;
+* one **communication resource** (capacity 1) serves the buckets' collectives
+  one at a time, in order, each once every replica has produced that bucket,
+  so they overlap the rest of the backward pass; a synchronous PS then pulls
+  the variables;
+* each replica **updates** after its backward pass and the last collective;
+  across worker processes (multi_worker_mirrored) the metric all-reduces
+  follow on the communication resource; the step ends when all of that is
+  done, and the next step's host work starts.
+
+Asynchronous parameter servers (:func:`async_step_time`), per asyncps.py:
+``num_ps`` shard resources, each FIFO (capacity 1); every worker loops pull,
+compute, push. A pull asks every shard for its piece at once (the snapshot
+is taken when a shard starts serving it), then the worker's own part of the
+transfer follows; a push is the worker's own part, then each shard's piece
+(receive and apply).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from distsim.scenario import Scenario
+
+from . import costs
+
+
+def factors(rng: np.random.Generator, s: Scenario, size) -> np.ndarray:
+    """Compute-time factors with mean 1 (stragglers.py docstring): 1, Exp(1), or exp(N(-sigma^2/2, sigma^2))."""
+    t = s.training
+    if t.compute_distribution == "deterministic":
+        return np.ones(size)
+    if t.compute_distribution == "exponential":
+        return rng.exponential(1.0, size)
+    return rng.lognormal(-t.compute_sigma**2 / 2, t.compute_sigma, size)
+
+
+def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) -> np.ndarray:
+    """Seconds of each of ``steps`` full steps (default ``training.steps``) of a synchronous scenario."""
+    steps = s.training.steps if steps is None else steps
+    env = simpy.Environment()
+    workers, local = s.cluster.num_workers, s.cluster.devices_per_worker
+    replicas = workers * local
+    d = s.cluster.device
+    q = costs.replica_batch(s) * costs.seconds_per_example(s)
+    f = factors(np.random.default_rng(seed), s, (steps, replicas))
+    k_buckets = s.training.num_buckets
+    has_comm = costs.algorithm(s) is not None
+    bucket_s = costs.collective_s(s, costs.gradient_bytes(s) / k_buckets)
+    comm = simpy.Resource(env, capacity=1)
+    ready = [[[env.event() for _ in range(replicas)] for _ in range(k_buckets)] for _ in range(steps)]
+    reduced = [env.event() for _ in range(steps)]
+    ends = [env.event() for _ in range(steps)]
+
+    def replica(step: int, r: int):
+        work = q * f[step, r]
+        yield env.timeout(work / 3)
+        for k in range(k_buckets):
+            yield env.timeout(work * 2 / 3 / k_buckets)
+            ready[step][k][r].succeed()
+        if has_comm:
+            yield reduced[step]
+        yield env.timeout(costs.update_s(s))
+        updated[step][r].succeed()
+
+    def collectives(step: int):
+        for k in range(k_buckets):
+            yield env.all_of(ready[step][k])
+            with comm.request() as turn:
+                yield turn
+                yield env.timeout(bucket_s)
+        with comm.request() as turn:
+            yield turn
+            yield env.timeout(costs.pull_s(s))
+        reduced[step].succeed()
+
+    def step_end(step: int):
+        yield env.all_of(updated[step])
+        with comm.request() as turn:
+            yield turn
+            yield env.timeout(costs.metric_s(s))
+        ends[step].succeed(env.now)
+
+    def producer(store: simpy.Store):
+        for _ in range(steps):
+            yield env.timeout(costs.sync_input_s(s))
+            yield store.put(1)
+
+    def host(w: int, store: simpy.Store | None):
+        for step in range(steps):
+            if step:
+                yield ends[step - 1]
+            if store is None:
+                yield env.timeout(costs.sync_input_s(s))
+            else:
+                yield store.get()
+            yield env.timeout(d.step_overhead_s)
+            for j in range(local):
+                yield env.timeout(d.replica_dispatch_s)
+                env.process(replica(step, w * local + j))
+
+    updated = [[env.event() for _ in range(replicas)] for _ in range(steps)]
+    for step in range(steps):
+        if has_comm:
+            env.process(collectives(step))
+        env.process(step_end(step))
+    for w in range(workers):
+        store = None
+        if costs.prefetch(s):
+            store = simpy.Store(env, capacity=1)
+            env.process(producer(store))
+        env.process(host(w, store))
+    env.run()
+    times = np.array([e.value for e in ends])
+    return np.diff(np.concatenate([[0.0], times]))
