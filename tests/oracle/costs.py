@@ -145,7 +145,21 @@ def seconds_per_example(s: Scenario) -> float:
 
 
 def replica_batch(s: Scenario) -> int:
+    """Examples on the busiest replica: ``ceil(global_batch / replicas)``."""
     return -(-s.training.global_batch // s.num_replicas)
+
+
+def replica_batches(s: Scenario) -> list[int]:
+    """Each replica's examples (sharding.py ``replica_batch_sizes``, the DATA
+    rule tf.distribute applies to a global batch): chunks of ``ceil(global /
+    replicas)`` in replica order, the last non-empty chunk holding the
+    remainder, any later replicas 0."""
+    chunk, left = replica_batch(s), s.training.global_batch
+    out = []
+    for _ in range(s.num_replicas):
+        out.append(min(chunk, left))
+        left -= out[-1]
+    return out
 
 
 def read_s(s: Scenario, examples: int) -> float:
@@ -194,18 +208,18 @@ class AsyncCosts:
 
     Attributes:
         compute_s: the worker's mean time per update besides its transfers.
+        pull_s, push_s: a transfer to an idle PS, ``latency + request_s +
+            gradient / bandwidth`` (a push adds the PS's apply, issue 24).
         shard_pull_s, shard_push_s: what one PS shard is busy with per transfer
             (``request_s + (gradient / num_ps) / bandwidth``; a push adds its
-            share of the optimizer's apply at the PS, issue 24).
-        own_s: the rest of a transfer on the worker's side (its latency and the
-            part of its bytes no shard is busy with), so a transfer to an idle
-            PS takes ``latency + request_s + gradient / bandwidth``.
+            share of the optimizer's apply).
     """
 
     compute_s: float
+    pull_s: float
+    push_s: float
     shard_pull_s: float
     shard_push_s: float
-    own_s: float
 
 
 def async_costs(s: Scenario, apply_at_ps: bool = True) -> AsyncCosts:
@@ -222,5 +236,5 @@ def async_costs(s: Scenario, apply_at_ps: bool = True) -> AsyncCosts:
     k, grad, rate = s.strategy.num_ps, gradient_bytes(s), link_rate_Bps(link)
     shard = link.request_s + grad / k / rate
     apply = update_s(s) / k if apply_at_ps else 0.0
-    own = link.latency_s + link.request_s + grad / rate - shard
-    return AsyncCosts(compute, shard, shard + apply, own)
+    whole = link.latency_s + link.request_s + grad / rate
+    return AsyncCosts(compute, whole, whole + apply, shard, shard + apply)

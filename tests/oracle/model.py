@@ -8,8 +8,8 @@ Synchronous training (:func:`sync_step_times`), per steady.py's docstring:
 * the worker's **host** then spends ``step_overhead_s`` and dispatches its
   replicas one after another, ``replica_dispatch_s`` each; a replica starts
   computing when its own dispatch is done;
-* each **replica** computes forward (1/3) and backward (2/3) of its batch
-  times a random factor per (step, replica) with mean 1 (stragglers.py);
+* each **replica** computes forward (1/3) and backward (2/3) of its own
+  batch (sharding.py's split of the global batch) times a random factor per (step, replica) with mean 1 (stragglers.py);
   gradient bucket k is ready once (k+1)/K of its backward pass is done;
 * one **communication resource** (capacity 1) serves the buckets' collectives
   one at a time, in order, each once every replica has produced that bucket,
@@ -29,6 +29,9 @@ transfer follows; a push is the worker's own part, then each shard's piece
 """
 
 from __future__ import annotations
+
+import heapq
+import itertools
 
 import numpy as np
 import simpy
@@ -55,7 +58,7 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) ->
     workers, local = s.cluster.num_workers, s.cluster.devices_per_worker
     replicas = workers * local
     d = s.cluster.device
-    q = costs.replica_batch(s) * costs.seconds_per_example(s)
+    q = np.array(costs.replica_batches(s)) * costs.seconds_per_example(s)
     f = factors(np.random.default_rng(seed), s, (steps, replicas))
     k_buckets = s.training.num_buckets
     has_comm = costs.algorithm(s) is not None
@@ -66,7 +69,7 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) ->
     ends = [env.event() for _ in range(steps)]
 
     def replica(step: int, r: int):
-        work = q * f[step, r]
+        work = q[r] * f[step, r]
         yield env.timeout(work / 3)
         for k in range(k_buckets):
             yield env.timeout(work * 2 / 3 / k_buckets)
@@ -126,3 +129,91 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) ->
     env.run()
     times = np.array([e.value for e in ends])
     return np.diff(np.concatenate([[0.0], times]))
+
+
+class FifoServer:
+    """A PS shard: serves one transfer at a time, first asked first served;
+    transfers asked at the same instant go in worker order (asyncps.py:
+    "events at the same instant are ordered by (time, worker, kind)"). The
+    choice waits until every event of the instant has run (an event of a
+    priority below SimPy's NORMAL)."""
+
+    LATE = 2
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        self.queue: list[tuple[float, int, int, simpy.Event]] = []
+        self.busy = False
+        self.pending = False
+
+    def ask(self, worker: int) -> simpy.Event:
+        granted = self.env.event()
+        heapq.heappush(self.queue, (self.env.now, worker, id(granted), granted))
+        self._kick()
+        return granted
+
+    def release(self) -> None:
+        self.busy = False
+        self._kick()
+
+    def _kick(self) -> None:
+        if self.busy or self.pending or not self.queue:
+            return
+        self.pending = True
+        late = self.env.event()
+        late.callbacks.append(self._grant)
+        late._ok, late._value = True, None
+        self.env.schedule(late, priority=self.LATE)
+
+    def _grant(self, _event) -> None:
+        self.pending = False
+        if not self.busy and self.queue:
+            self.busy = True
+            heapq.heappop(self.queue)[3].succeed()
+
+
+def async_step_time(s: Scenario, apply_at_ps: bool = True, seed: int = 12345) -> float:
+    """Seconds per step of an asynchronous PS scenario as ``predict`` states
+    it (``workers / updates_per_s``, the rate over the run of ``W x
+    training.steps`` applied updates).
+
+    Each worker loops pull, compute, push, forever (asyncps.py); the run
+    ends at the ``W x training.steps``-th apply. The ``num_ps`` shards are FIFO
+    resources; every transfer asks all of them for its piece at once, when
+    it starts ("each server is FIFO and is asked for when a transfer reaches
+    it", asyncps.py), and a shard is busy ``request_s`` + its piece's bytes
+    (+ its share of the optimizer's apply on a push when ``apply_at_ps``).
+    The transfer's own path (latency, the worker's bytes) runs meanwhile: it
+    ends when both are done, so to an idle PS it takes ``latency + request_s
+    + gradient / bandwidth`` (prediction.py ``async_costs``), plus the apply."""
+    c = costs.async_costs(s, apply_at_ps)
+    workers, steps = s.num_replicas, s.training.steps
+    env = simpy.Environment()
+    shards = [FifoServer(env) for _ in range(s.strategy.num_ps)]
+    rng = np.random.default_rng(seed)
+    f = factors(rng, s, (workers, 2 * steps))  # each worker's draws; drawn again if a worker runs further
+    applied: list[float] = []
+    finished = env.event()
+
+    def piece(shard: FifoServer, w: int, service_s: float):
+        yield shard.ask(w)
+        yield env.timeout(service_s)
+        shard.release()
+
+    def transfer(w: int, own_s: float, service_s: float):
+        pieces = [env.process(piece(shard, w, service_s)) for shard in shards]
+        return env.all_of([env.timeout(own_s), *pieces])
+
+    def worker(w: int):
+        for u in itertools.count():
+            yield transfer(w, c.pull_s, c.shard_pull_s)
+            yield env.timeout(c.compute_s * (f[w, u] if u < f.shape[1] else factors(rng, s, 1)[0]))
+            yield transfer(w, c.push_s, c.shard_push_s)
+            applied.append(env.now)
+            if len(applied) == workers * steps:
+                finished.succeed()
+
+    for w in range(workers):
+        env.process(worker(w))
+    env.run(until=finished)
+    return workers * applied[-1] / len(applied)

@@ -22,7 +22,7 @@ def _link(rng: np.random.Generator, name: str, low_Bps: float, high_Bps: float, 
 
 
 def _parts(rng: np.random.Generator, steps: int) -> tuple[dict, dict, dict]:
-    """Random device, workload and cluster links (GPU, no topology)."""
+    """A random GPU device, workload and global batch."""
     device = {"name": "oracle_gpu", "kind": "gpu", "peak_flops": _log_uniform(rng, 1e12, 1e14),
               "efficiency": float(rng.uniform(0.2, 0.6)), "memory_bandwidth_Bps": _log_uniform(rng, 2e11, 2e12),
               "memory_bytes": 1e15, "step_overhead_s": _log_uniform(rng, 1e-5, 1e-2),
@@ -33,7 +33,6 @@ def _parts(rng: np.random.Generator, steps: int) -> tuple[dict, dict, dict]:
                 "num_examples": global_batch * (steps + 3), "num_gradient_tensors": 16,
                 "input_s_per_sample": _log_uniform(rng, 1e-7, 1e-3) if rng.random() < 0.7 else 0.0,
                 "input_bytes_per_sample": int(rng.choice([0, 784, 150_528]))}
-    links = {"intra_link": _link(rng, "oracle_intra", 1e9, 3e11), "inter_link": _link(rng, "oracle_inter", 1e7, 3e10)}
     return device, workload, {"global_batch": global_batch}
 
 
@@ -50,10 +49,11 @@ def _scenario(device: dict, workload: dict, links: dict, cluster: dict, strategy
                                "strategy": strategy, "training": training})
 
 
-def sync_scenario(rng: np.random.Generator, steps: int = 8, **training_extra) -> Scenario:
+def sync_scenario(rng: np.random.Generator, steps: int = 8, even: bool = False, **training_extra) -> Scenario:
     """A random synchronous data-parallel scenario: all-reduce (ring, tree,
     halving-doubling, hierarchical) over 1-4 workers of 1-4 GPUs, or a
-    synchronous PS over 1-4 one-GPU workers."""
+    synchronous PS over 1-4 one-GPU workers. ``even``: the global batch is a
+    multiple of the replicas (every replica gets the same batch)."""
     device, workload, batch = _parts(rng, steps)
     links = {"intra_link": _link(rng, "oracle_intra", 1e9, 3e11), "inter_link": _link(rng, "oracle_inter", 1e7, 3e10)}
     kind = str(rng.choice(["ring", "ring", "tree", "halving_doubling", "hierarchical", "parameter_server"]))
@@ -70,13 +70,19 @@ def sync_scenario(rng: np.random.Generator, steps: int = 8, **training_extra) ->
         name = "multi_worker_mirrored" if workers > 1 or rng.random() < 0.3 else "mirrored"
         strategy = {"name": name, "algorithm": None if kind == "ring" else kind}
     cluster = {"num_workers": workers, "devices_per_worker": local}
+    if even:
+        batch = {"global_batch": workers * local * int(rng.choice([8, 16, 32, 64, 128]))}
+        workload["num_examples"] = batch["global_batch"] * (steps + 3)
     return _scenario(device, workload, links, cluster, strategy, _training(rng, batch, steps, **training_extra))
 
 
-def async_scenario(rng: np.random.Generator, steps: int = 8, **training_extra) -> Scenario:
+def async_scenario(rng: np.random.Generator, steps: int = 8, copy: bool = True, **training_extra) -> Scenario:
     """A random asynchronous PS scenario: 1-6 one-GPU workers, 1-3 shards,
-    ``ps_cluster="processes"`` over a half-duplex link."""
+    ``ps_cluster="processes"`` over a half-duplex link. ``copy=False``: no
+    bytes to copy to the device (``input_bytes_per_sample=0``)."""
     device, workload, batch = _parts(rng, steps)
+    if not copy:
+        workload["input_bytes_per_sample"] = 0
     links = {"intra_link": _link(rng, "oracle_intra", 1e9, 3e11), "inter_link": _link(rng, "oracle_inter", 1e7, 3e10)}
     cluster = {"num_workers": int(rng.integers(1, 7)), "devices_per_worker": 1}
     strategy = {"name": "parameter_server", "num_ps": int(rng.integers(1, 4))}
