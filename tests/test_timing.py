@@ -1,4 +1,5 @@
-"""Sync timing engine: the event timeline against the closed-form model,
+"""Sync timing engine: the event timeline and the closed-form model against the SimPy oracle
+(and against each other where the oracle does not reach),
 shared CPU cores, prefetch, bucket overlap, stragglers, determinism,
 sweep = predict, and the trace."""
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import model as oracle_model
 
 from distsim.engines import predict, sweep
 from distsim.scenario import make_scenario
@@ -31,15 +33,18 @@ def _model(scn):
     prefetch=st.booleans(),
     threads=st.sampled_from([1, 8]),
 )
-def test_timeline_steady_state_equals_closed_form(device, workload, workers, local, batch_per_replica, buckets,
-                                                  prefetch, threads):
+def test_timeline_and_closed_form_equal_the_oracle(device, workload, workers, local, batch_per_replica, buckets,
+                                                   prefetch, threads):
+    """Both engines against the SimPy oracle of tests/oracle (written from the
+    docstrings, sharing no code with them), on GPU presets it covers."""
     strategy = "multi_worker_mirrored" if workers > 1 else ("mirrored" if local > 1 else "one_device")
     scn = make_scenario(device, workload, strategy, workers, local, global_batch=batch_per_replica * workers * local,
                         num_buckets=buckets, prefetch=prefetch, input_threads=threads, steps=6)
-    steps = simulate(scn).step_times_s
-    # From the second step on the pipeline is in steady state; both are exact arithmetic
-    # on the same numbers, so only float rounding separates them.
-    np.testing.assert_allclose(steps[2:], float(_model(scn).step_time_s), rtol=1e-9)
+    oracle = oracle_model.sync_step_times(scn)[2:]
+    # From the second step on the pipeline is in steady state. Deterministic
+    # compute: the same arithmetic in another order, float rounding only.
+    np.testing.assert_allclose(simulate(scn).step_times_s[2:], oracle, rtol=1e-9)
+    np.testing.assert_allclose(float(_model(scn).step_time_s), oracle, rtol=1e-9)
 
 
 def test_logical_cpus_sharing_two_cores_give_no_compute_speedup():
@@ -243,11 +248,10 @@ def test_a_process_below_one_core_runs_its_host_work_slower():
 
 
 def test_metric_all_reduces_cost_latency_across_processes_only():
-    from distsim.mechanics.collectives import cost_model
-
     lat = 1e-3
     two = [_model(_cpu(1, workers=2, cores=1.0, latency=lat, metric_values=m)).step_time_s for m in (0, 4)]
-    ring = float(cost_model("ring", 2, ranks_per_node=1).time_s(4.0, 0.0, 1e15, lat, 1e15))
+    # By hand: a ring of 4 bytes over 2 ranks, 2(p - 1) steps of alpha + (n / p) / B.
+    ring = 2 * (2 - 1) * (lat + 4.0 / 2 / 1e15)
     assert float(two[1] - two[0]) == pytest.approx(4 * ring, rel=1e-9)
     # Inside one process the metric reads are no collectives.
     local = [_model(_cpu(2, metric_values=m)).step_time_s for m in (0, 4)]
