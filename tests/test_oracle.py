@@ -6,7 +6,9 @@ and imports neither ``distsim.engines`` nor ``distsim.mechanics``
 step time over full steps.
 
 Scenario space (seeded generators in ``tests/oracle/scenarios.py``): GPU
-devices with random peak rate, efficiency, memory bandwidth, step overhead
+devices (and, in a third of the sync scenarios, CPU devices whose replicas
+take turns on 0.5-4 physical cores per worker, sometimes with a CPU-quota
+straggler as the last worker) with random peak rate, efficiency, memory bandwidth, step overhead
 and replica dispatch; random intra/inter links (bandwidth, latency,
 request time, payload fraction, network-software rate); random workloads
 (parameters, FLOPs, host input time and bytes per example) of 16 equal
@@ -24,8 +26,7 @@ buffer; optimizer of 12/20/28 bytes a parameter; 0-4 metric values.
 * asynchronous PS: 1-6 one-GPU workers, 1-3 shards, ``ps_cluster="processes"``
   over a half-duplex link, one worker batch per update.
 
-Not covered: CPU devices on shared cores, CPU-quota stragglers, topology
-presets, NCCL pricing, per_tensor/pack/fusion grouping, FILE sharding and
+Not covered: topology presets, NCCL pricing, per_tensor/pack/fusion grouping, FILE sharding and
 the shuffle fill, backup workers, two-level PS (local sum, placements),
 central_storage/tpu, in-process and full-duplex PS clusters.
 """
@@ -79,7 +80,7 @@ def _sync_errors(seed: int, count: int, **extra) -> list[tuple[float, object]]:
     rng = np.random.default_rng(seed)
     out = []
     for i in range(count):
-        s = scenarios.sync_scenario(rng, even=bool(i % 2), **extra)
+        s = scenarios.sync_scenario(rng, even=bool(i % 2), cpu=i % 3 == 2, **extra)
         want = float(np.mean(model.sync_step_times(s)[1:]))
         out.append((_mean_full_step(distsim.predict(s)) / want - 1, s))
     return out
@@ -93,6 +94,8 @@ def test_sync_agrees_on_300_random_deterministic_scenarios():
     kinds = {(costs.algorithm(s), s.cluster.num_workers > 1, s.cluster.devices_per_worker > 1) for _, s in errors}
     assert {k[0] for k in kinds} == {None, "ring", "tree", "halving_doubling", "hierarchical", "parameter_server"}
     assert ("ring", True, True) in kinds and ("hierarchical", True, True) in kinds
+    shared = [s for _, s in errors if s.cluster.physical_cores is not None]
+    assert len(shared) == 100 and any(s.cluster.straggler_cores for s in shared)
 
 
 def _async_errors(seed: int, count: int, apply_at_ps: bool, copy: bool, **extra) -> list[tuple[float, object]]:

@@ -191,10 +191,13 @@ def _cpu(n_local, workers=1, cores=2.0, dispatch=1e-3, overhead=5e-4, batch=192,
 @settings(max_examples=30, deadline=None)
 @given(local=st.integers(1, 4), workers=st.integers(1, 3), dispatch=st.sampled_from([0.0, 2e-4, 3e-3]),
        cores=st.sampled_from([0.5, 2.0 / 3.0, 1.0, 2.0]), batch=st.integers(1, 32), metrics=st.integers(0, 4))
-def test_cpu_timeline_with_host_costs_equals_closed_form(local, workers, dispatch, cores, batch, metrics):
+def test_cpu_timeline_and_closed_form_with_host_costs_equal_the_oracle(local, workers, dispatch, cores, batch,
+                                                                      metrics):
     scn = _cpu(local, workers, cores, dispatch, batch=batch * local * workers, metric_values=metrics)
-    # Exact arithmetic on the same numbers both ways; float rounding only.
-    np.testing.assert_allclose(simulate(scn).step_times_s[2:], float(_model(scn).step_time_s), rtol=1e-9)
+    oracle = oracle_model.sync_step_times(scn)[2:]
+    # Deterministic: the same arithmetic in another order, float rounding only.
+    np.testing.assert_allclose(simulate(scn).step_times_s[2:], oracle, rtol=1e-9)
+    np.testing.assert_allclose(float(_model(scn).step_time_s), oracle, rtol=1e-9)
 
 
 @settings(max_examples=20, deadline=None)

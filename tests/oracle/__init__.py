@@ -13,15 +13,17 @@ fields.
   dispatch, the update (each a few lines, with the docstring it comes from).
 * :mod:`.model`: processes and resources in SimPy: a per-worker input
   producer into a ``Store`` of capacity 1 (prefetch) or input inside the
-  step, the host's overhead and per-replica dispatch, each replica's forward
+  step, the host's overhead and per-replica dispatch, a worker's shared CPU
+  cores, each replica's forward
   and backward with a seeded random factor, gradient buckets reduced one at
   a time on a serial communication resource while the backward pass goes on,
   the update, the metric all-reduces; and the asynchronous parameter servers
   as FIFO shard resources that workers pull from and push to.
 * :mod:`.scenarios`: the seeded random scenarios the oracle covers.
 
-Scope (what the oracle covers; ``predict`` covers more): GPU devices (no
-shared CPU cores, no CPU-quota straggler), no topology preset, the
+Scope (what the oracle covers; ``predict`` covers more): GPU devices, and
+CPU devices on shared cores (with a CPU-quota straggler) for synchronous
+training; no topology preset, the
 ``alpha_beta`` protocol, ``buckets`` grouping, ``DATA``/``OFF`` sharding
 without a shuffle buffer, and for asynchronous parameter servers
 ``ps_cluster="processes"`` over a half-duplex link.

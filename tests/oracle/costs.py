@@ -144,6 +144,33 @@ def seconds_per_example(s: Scenario) -> float:
         d.peak_flops * d.efficiency)
 
 
+def worker_cores(s: Scenario, worker: int) -> float | None:
+    """The physical cores worker ``worker``'s replicas take turns on (CPU
+    devices with ``physical_cores`` set; the last worker gets
+    ``straggler_cores`` when set: Cluster docstring), None when every device
+    is its own hardware."""
+    c = s.cluster
+    if c.device.kind != "cpu" or c.physical_cores is None:
+        return None
+    last = worker == c.num_workers - 1
+    return c.straggler_cores if last and c.straggler_cores is not None else c.physical_cores
+
+
+def worker_seconds_per_example(s: Scenario, worker: int) -> float:
+    """One replica of ``worker`` computing alone: on all its worker's shared
+    cores (steady.py: N logical devices on 2 cores compute no faster than one
+    device on those 2 cores), or on its own hardware."""
+    cores = worker_cores(s, worker)
+    return seconds_per_example(s) / (1.0 if cores is None else cores)
+
+
+def host_slowdown(s: Scenario, worker: int) -> float:
+    """steady.py: a worker process with less than one physical core runs its
+    single-threaded host work ``1 / physical_cores`` times slower."""
+    cores = worker_cores(s, worker)
+    return 1.0 if cores is None else 1.0 / min(cores, 1.0)
+
+
 def replica_batch(s: Scenario) -> int:
     """Examples on the busiest replica: ``ceil(global_batch / replicas)``."""
     return -(-s.training.global_batch // s.num_replicas)

@@ -6,8 +6,10 @@ Synchronous training (:func:`sync_step_times`), per steady.py's docstring:
   batches into a ``Store`` of capacity 1 while the devices compute; without
   it the host reads the step's batch inside the step;
 * the worker's **host** then spends ``step_overhead_s`` and dispatches its
-  replicas one after another, ``replica_dispatch_s`` each; a replica starts
-  computing when its own dispatch is done;
+  replicas one after another, ``replica_dispatch_s`` each (both slower on
+  less than one core); a replica starts computing when its own dispatch is
+  done, and on shared CPU cores (a resource per worker) also once the
+  replica before it has finished computing;
 * each **replica** computes forward (1/3) and backward (2/3) of its own
   batch (sharding.py's split of the global batch) times a random factor per (step, replica) with mean 1 (stragglers.py);
   gradient bucket k is ready once (k+1)/K of its backward pass is done;
@@ -58,7 +60,11 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) ->
     workers, local = s.cluster.num_workers, s.cluster.devices_per_worker
     replicas = workers * local
     d = s.cluster.device
-    q = np.array(costs.replica_batches(s)) * costs.seconds_per_example(s)
+    batches = np.array(costs.replica_batches(s), dtype=float)
+    q = batches * np.repeat([costs.worker_seconds_per_example(s, w) for w in range(workers)], local)
+    # Replicas of a worker on shared CPU cores take turns on them (one at a time, each on all of them).
+    cores = [simpy.Resource(env, capacity=1) if costs.worker_cores(s, w) is not None else None
+             for w in range(workers)]
     f = factors(np.random.default_rng(seed), s, (steps, replicas))
     k_buckets = s.training.num_buckets
     has_comm = costs.algorithm(s) is not None
@@ -70,10 +76,16 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) ->
 
     def replica(step: int, r: int):
         work = q[r] * f[step, r]
+        pool = cores[r // local]
+        turn = pool.request() if pool is not None else None
+        if turn is not None:
+            yield turn
         yield env.timeout(work / 3)
         for k in range(k_buckets):
             yield env.timeout(work * 2 / 3 / k_buckets)
             ready[step][k][r].succeed()
+        if turn is not None:
+            pool.release(turn)
         if has_comm:
             yield reduced[step]
         yield env.timeout(costs.update_s(s))
@@ -110,9 +122,10 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) ->
                 yield env.timeout(costs.sync_input_s(s))
             else:
                 yield store.get()
-            yield env.timeout(d.step_overhead_s)
+            slow = costs.host_slowdown(s, w)
+            yield env.timeout(d.step_overhead_s * slow)
             for j in range(local):
-                yield env.timeout(d.replica_dispatch_s)
+                yield env.timeout(d.replica_dispatch_s * slow)
                 env.process(replica(step, w * local + j))
 
     updated = [[env.event() for _ in range(replicas)] for _ in range(steps)]

@@ -49,11 +49,14 @@ def _scenario(device: dict, workload: dict, links: dict, cluster: dict, strategy
                                "strategy": strategy, "training": training})
 
 
-def sync_scenario(rng: np.random.Generator, steps: int = 8, even: bool = False, **training_extra) -> Scenario:
+def sync_scenario(rng: np.random.Generator, steps: int = 8, even: bool = False, cpu: bool = False,
+                  **training_extra) -> Scenario:
     """A random synchronous data-parallel scenario: all-reduce (ring, tree,
     halving-doubling, hierarchical) over 1-4 workers of 1-4 GPUs, or a
     synchronous PS over 1-4 one-GPU workers. ``even``: the global batch is a
-    multiple of the replicas (every replica gets the same batch)."""
+    multiple of the replicas (every replica gets the same batch). ``cpu``:
+    CPU devices whose replicas share 0.5-4 physical cores per worker, the
+    last worker sometimes with fewer (a CPU-quota straggler)."""
     device, workload, batch = _parts(rng, steps)
     links = {"intra_link": _link(rng, "oracle_intra", 1e9, 3e11), "inter_link": _link(rng, "oracle_inter", 1e7, 3e10)}
     kind = str(rng.choice(["ring", "ring", "tree", "halving_doubling", "hierarchical", "parameter_server"]))
@@ -70,6 +73,11 @@ def sync_scenario(rng: np.random.Generator, steps: int = 8, even: bool = False, 
         name = "multi_worker_mirrored" if workers > 1 or rng.random() < 0.3 else "mirrored"
         strategy = {"name": name, "algorithm": None if kind == "ring" else kind}
     cluster = {"num_workers": workers, "devices_per_worker": local}
+    if cpu:
+        device.update(kind="cpu", peak_flops=_log_uniform(rng, 1e10, 1e11))
+        cluster["physical_cores"] = float(rng.choice([0.5, 2 / 3, 1.0, 2.0, 4.0]))
+        if rng.random() < 0.4:
+            cluster["straggler_cores"] = cluster["physical_cores"] * float(rng.choice([0.25, 0.5, 1.0]))
     if even:
         batch = {"global_batch": workers * local * int(rng.choice([8, 16, 32, 64, 128]))}
         workload["num_examples"] = batch["global_batch"] * (steps + 3)
