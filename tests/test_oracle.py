@@ -20,7 +20,8 @@ buffer; optimizer of 12/20/28 bytes a parameter; 0-4 metric values.
   GPUs with ring and hierarchical all-reduce, tree and halving-doubling on
   one node or one GPU per node (halving-doubling on 2 or 4 ranks), and a
   synchronous PS over 1-4 one-GPU workers with 1-3 shards on their own
-  hosts; global batches of 32-512 (split over the replicas as
+  hosts, central_storage (reduce to the host CPU and back, the variables'
+  dispatch paid once a step) on one worker of 1-4 devices; global batches of 32-512 (split over the replicas as
   tf.distribute does, unevenly when they do not divide it) in half of the
   scenarios, a multiple of the replicas in the other half;
 * asynchronous PS: 1-6 one-GPU workers, 1-3 shards, ``ps_cluster="processes"``
@@ -28,7 +29,7 @@ buffer; optimizer of 12/20/28 bytes a parameter; 0-4 metric values.
 
 Not covered: topology presets, NCCL pricing, per_tensor/pack/fusion grouping, FILE sharding and
 the shuffle fill, backup workers, two-level PS (local sum, placements),
-central_storage/tpu, in-process and full-duplex PS clusters.
+tpu, in-process and full-duplex PS clusters.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def test_sync_agrees_on_300_random_deterministic_scenarios():
     assert abs(worst) <= DETERMINISTIC_TOL, (worst, s.to_dict())
     # The space is not degenerate: every algorithm and both multi-worker shapes occur.
     kinds = {(costs.algorithm(s), s.cluster.num_workers > 1, s.cluster.devices_per_worker > 1) for _, s in errors}
-    assert {k[0] for k in kinds} == {None, "ring", "tree", "halving_doubling", "hierarchical", "parameter_server"}
+    assert {k[0] for k in kinds} == {None, "ring", "tree", "halving_doubling", "hierarchical", "parameter_server",
+                                     "reduce_to_one"}
     assert ("ring", True, True) in kinds and ("hierarchical", True, True) in kinds
     shared = [s for _, s in errors if s.cluster.physical_cores is not None]
     assert len(shared) == 100 and any(s.cluster.straggler_cores for s in shared)

@@ -9,7 +9,8 @@ cost formulas), never from the engines' code: nothing here imports
 this with an AST scan). It reads only :class:`distsim.scenario.Scenario`'s
 fields.
 
-* :mod:`.costs`: plain closed forms for one collective, the input, the
+* :mod:`.costs`: plain closed forms for one collective (ring, tree,
+  halving-doubling, hierarchical, a synchronous PS, CentralStorage's reduce), the input, the
   dispatch, the update (each a few lines, with the docstring it comes from).
 * :mod:`.model`: processes and resources in SimPy: a per-worker input
   producer into a ``Store`` of capacity 1 (prefetch) or input inside the

@@ -100,7 +100,17 @@ def ps_direction_s(n: float, workers: int, shards: int, net: Net) -> float:
     return net.a2 + max(n / net.b2, workers * n / (shards * net.b2))
 
 
-ALL_REDUCE = {"ring": ring_s, "tree": tree_s, "halving_doubling": halving_doubling_s,
+def central_reduce_s(n: float, workers: int, local: int, net: Net) -> float:
+    """CentralStorage's ``reduce_to_one`` onto an extra root, the host CPU
+    (collectives.py): every device sends its whole message to the root in one
+    step, whose port takes all ``local`` of them, then the root sends the sum
+    back the same way: 2 (alpha + L n / B) over the intra link."""
+    if workers != 1:
+        raise ValueError("central_storage runs on one worker")
+    return 2 * (net.a1 + local * n / net.b1)
+
+
+ALL_REDUCE = {"ring": ring_s, "reduce_to_one": central_reduce_s, "tree": tree_s, "halving_doubling": halving_doubling_s,
               "hierarchical": hierarchical_s}
 
 
@@ -112,6 +122,8 @@ def algorithm(s: Scenario) -> str | None:
         return None if s.strategy.resolved_mode == "async" else "parameter_server"
     if s.num_replicas == 1:
         return None
+    if s.strategy.name == "central_storage":
+        return s.strategy.algorithm or "reduce_to_one"
     return s.strategy.algorithm or "ring"
 
 
@@ -162,6 +174,16 @@ def worker_seconds_per_example(s: Scenario, worker: int) -> float:
     device on those 2 cores), or on its own hardware."""
     cores = worker_cores(s, worker)
     return seconds_per_example(s) / (1.0 if cores is None else cores)
+
+
+def host_costs_s(s: Scenario, worker: int) -> tuple[float, float]:
+    """(the host's fixed overhead per step, its dispatch per replica), slower
+    below one core. Device docstring: ``replica_variable_s`` is the part of
+    the dispatch that serves a replica's own copy of the variables;
+    central_storage keeps one copy and pays it once per step."""
+    d, slow = s.cluster.device, host_slowdown(s, worker)
+    once = d.replica_variable_s if s.strategy.name == "central_storage" else 0.0
+    return (d.step_overhead_s + once) * slow, (d.replica_dispatch_s - once) * slow
 
 
 def host_slowdown(s: Scenario, worker: int) -> float:

@@ -59,7 +59,6 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) ->
     env = simpy.Environment()
     workers, local = s.cluster.num_workers, s.cluster.devices_per_worker
     replicas = workers * local
-    d = s.cluster.device
     batches = np.array(costs.replica_batches(s), dtype=float)
     q = batches * np.repeat([costs.worker_seconds_per_example(s, w) for w in range(workers)], local)
     # Replicas of a worker on shared CPU cores take turns on them (one at a time, each on all of them).
@@ -122,10 +121,10 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) ->
                 yield env.timeout(costs.sync_input_s(s))
             else:
                 yield store.get()
-            slow = costs.host_slowdown(s, w)
-            yield env.timeout(d.step_overhead_s * slow)
+            overhead, dispatch = costs.host_costs_s(s, w)
+            yield env.timeout(overhead)
             for j in range(local):
-                yield env.timeout(d.replica_dispatch_s * slow)
+                yield env.timeout(dispatch)
                 env.process(replica(step, w * local + j))
 
     updated = [[env.event() for _ in range(replicas)] for _ in range(steps)]

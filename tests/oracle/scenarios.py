@@ -52,14 +52,16 @@ def _scenario(device: dict, workload: dict, links: dict, cluster: dict, strategy
 def sync_scenario(rng: np.random.Generator, steps: int = 8, even: bool = False, cpu: bool = False,
                   **training_extra) -> Scenario:
     """A random synchronous data-parallel scenario: all-reduce (ring, tree,
-    halving-doubling, hierarchical) over 1-4 workers of 1-4 GPUs, or a
-    synchronous PS over 1-4 one-GPU workers. ``even``: the global batch is a
+    halving-doubling, hierarchical) over 1-4 workers of 1-4 GPUs, a
+    synchronous PS over 1-4 one-GPU workers, or central_storage on one
+    worker of 1-4 GPUs. ``even``: the global batch is a
     multiple of the replicas (every replica gets the same batch). ``cpu``:
     CPU devices whose replicas share 0.5-4 physical cores per worker, the
     last worker sometimes with fewer (a CPU-quota straggler)."""
     device, workload, batch = _parts(rng, steps)
     links = {"intra_link": _link(rng, "oracle_intra", 1e9, 3e11), "inter_link": _link(rng, "oracle_inter", 1e7, 3e10)}
-    kind = str(rng.choice(["ring", "ring", "tree", "halving_doubling", "hierarchical", "parameter_server"]))
+    kind = str(rng.choice(["ring", "ring", "tree", "halving_doubling", "hierarchical", "parameter_server",
+                           "central_storage"]))
     workers, local = int(rng.integers(1, 5)), int(rng.integers(1, 5))
     if kind in ("tree", "halving_doubling"):
         # The oracle prices these on one node or one rank per node only.
@@ -69,6 +71,10 @@ def sync_scenario(rng: np.random.Generator, steps: int = 8, even: bool = False, 
     if kind == "parameter_server":
         local = 1
         strategy = {"name": "parameter_server", "mode": "sync", "num_ps": int(rng.integers(1, 4))}
+    elif kind == "central_storage":
+        workers = 1
+        strategy = {"name": "central_storage"}
+        device["replica_variable_s"] = device["replica_dispatch_s"] * float(rng.choice([0.0, 0.4, 1.0]))
     else:
         name = "multi_worker_mirrored" if workers > 1 or rng.random() < 0.3 else "mirrored"
         strategy = {"name": name, "algorithm": None if kind == "ring" else kind}
