@@ -193,17 +193,20 @@ def host_slowdown(s: Scenario, worker: int) -> float:
     return 1.0 if cores is None else 1.0 / min(cores, 1.0)
 
 
-def replica_batch(s: Scenario) -> int:
-    """Examples on the busiest replica: ``ceil(global_batch / replicas)``."""
-    return -(-s.training.global_batch // s.num_replicas)
+def replica_batch(s: Scenario, examples: int | None = None) -> int:
+    """Examples on the busiest replica: ``ceil(examples / replicas)`` (default: the global batch)."""
+    examples = s.training.global_batch if examples is None else examples
+    return -(-examples // s.num_replicas)
 
 
-def replica_batches(s: Scenario) -> list[int]:
-    """Each replica's examples (sharding.py ``replica_batch_sizes``, the DATA
-    rule tf.distribute applies to a global batch): chunks of ``ceil(global /
+def replica_batches(s: Scenario, examples: int | None = None) -> list[int]:
+    """Each replica's examples of a step of ``examples`` (default: the global
+    batch), per sharding.py ``replica_batch_sizes``, the DATA rule
+    tf.distribute applies to a global batch: chunks of ``ceil(examples /
     replicas)`` in replica order, the last non-empty chunk holding the
     remainder, any later replicas 0."""
-    chunk, left = replica_batch(s), s.training.global_batch
+    left = s.training.global_batch if examples is None else examples
+    chunk = replica_batch(s, left)
     out = []
     for _ in range(s.num_replicas):
         out.append(min(chunk, left))
@@ -224,13 +227,29 @@ def copy_s(s: Scenario, examples: int) -> float:
     return examples * s.workload.input_bytes_per_sample / link_rate_Bps(s.cluster.intra_link)
 
 
-def sync_input_s(s: Scenario) -> float:
-    """steady.py: the worker reads the whole global batch under DATA sharding
-    (or with one worker), its own share under FILE/OFF; then each replica's
-    batch goes to its accelerator (the replicas' own copies side by side)."""
-    g, w = s.training.global_batch, s.cluster.num_workers
-    examples = g if w == 1 or s.training.shard_policy == "DATA" else -(-g // w)
-    return read_s(s, examples) + copy_s(s, replica_batch(s))
+def sync_input_s(s: Scenario, examples: int | None = None) -> float:
+    """steady.py: for a step of ``examples`` (default: the global batch) the
+    worker reads them all under DATA sharding (or with one worker), its own
+    share under FILE/OFF; then each replica's batch goes to its accelerator
+    (the replicas' own copies side by side)."""
+    g, w = (s.training.global_batch if examples is None else examples), s.cluster.num_workers
+    read = g if w == 1 or s.training.shard_policy == "DATA" else -(-g // w)
+    return read_s(s, read) + copy_s(s, replica_batch(s, g))
+
+
+def fill_s(s: Scenario) -> float:
+    """steady.py: with a shuffle buffer the first batch of every epoch waits
+    for the buffer to fill: reading ``min(shuffle_buffer, examples)``
+    (DATA sharding: every worker's stream is the whole dataset)."""
+    return read_s(s, min(s.training.shuffle_buffer, s.workload.num_examples))
+
+
+def epoch_steps(s: Scenario) -> list[int]:
+    """The global examples of each step of one epoch under DATA sharding:
+    full batches, then the remainder (dropped with ``drop_remainder``)."""
+    n, g = s.workload.num_examples, s.training.global_batch
+    full, rest = divmod(n, g)
+    return [g] * full + ([rest] if rest and not s.training.drop_remainder else [])
 
 
 def update_s(s: Scenario) -> float:

@@ -3,8 +3,12 @@
 Synchronous training (:func:`sync_step_times`), per steady.py's docstring:
 
 * each worker's **input**: with prefetch a producer process reads and copies
-  batches into a ``Store`` of capacity 1 while the devices compute; without
-  it the host reads the step's batch inside the step;
+  batches into a ``Store`` of capacity 1 while the devices compute, one
+  batch ahead ("the host prepares step s+1 while the devices compute step
+  s"): like tf.data's prefetch buffer of one element, it reads the next
+  batch once the buffer has room (a ``Container`` of one slot, given back
+  when the host takes a batch); without prefetch the host reads the step's
+  batch inside the step;
 * the worker's **host** then spends ``step_overhead_s`` and dispatches its
   replicas one after another, ``replica_dispatch_s`` each (both slower on
   less than one core); a replica starts computing when its own dispatch is
@@ -53,14 +57,28 @@ def factors(rng: np.random.Generator, s: Scenario, size) -> np.ndarray:
     return rng.lognormal(-t.compute_sigma**2 / 2, t.compute_sigma, size)
 
 
-def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) -> np.ndarray:
-    """Seconds of each of ``steps`` full steps (default ``training.steps``) of a synchronous scenario."""
-    steps = s.training.steps if steps is None else steps
+def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345, epochs: int = 0) -> np.ndarray:
+    """Seconds of each step of a synchronous scenario: ``steps`` full steps
+    (default ``training.steps``), or with ``epochs`` > 0 that many whole
+    epochs (DATA sharding: their partial last steps, and the shuffle-buffer
+    fill before the first batch of each)."""
+    sizes, opens = [s.training.global_batch] * (s.training.steps if steps is None else steps), None
+    if epochs:
+        epoch = costs.epoch_steps(s)
+        sizes, opens = epoch * epochs, set(range(0, len(epoch) * epochs, len(epoch)))
+    steps = len(sizes)
     env = simpy.Environment()
     workers, local = s.cluster.num_workers, s.cluster.devices_per_worker
     replicas = workers * local
-    batches = np.array(costs.replica_batches(s), dtype=float)
-    q = batches * np.repeat([costs.worker_seconds_per_example(s, w) for w in range(workers)], local)
+    per_example = np.repeat([costs.worker_seconds_per_example(s, w) for w in range(workers)], local)
+    q = np.array([costs.replica_batches(s, g) for g in sizes], dtype=float) * per_example
+
+    def input_s(step: int) -> float:
+        # steady.py: the fill is exposed only with prefetch ("without it those
+        # reads are part of the per-step input time").
+        fill = costs.fill_s(s) if opens and step in opens and costs.prefetch(s) else 0.0
+        return costs.sync_input_s(s, sizes[step]) + fill
+
     # Replicas of a worker on shared CPU cores take turns on them (one at a time, each on all of them).
     cores = [simpy.Resource(env, capacity=1) if costs.worker_cores(s, w) is not None else None
              for w in range(workers)]
@@ -74,7 +92,7 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) ->
     ends = [env.event() for _ in range(steps)]
 
     def replica(step: int, r: int):
-        work = q[r] * f[step, r]
+        work = q[step, r] * f[step, r]
         pool = cores[r // local]
         turn = pool.request() if pool is not None else None
         if turn is not None:
@@ -108,19 +126,21 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) ->
             yield env.timeout(costs.metric_s(s))
         ends[step].succeed(env.now)
 
-    def producer(store: simpy.Store):
-        for _ in range(steps):
-            yield env.timeout(costs.sync_input_s(s))
-            yield store.put(1)
+    def producer(store: simpy.Store, room: simpy.Container):
+        for step in range(steps):
+            yield room.get(1)  # tf.data's prefetch waits for room in its buffer before reading the next batch
+            yield env.timeout(input_s(step))
+            yield store.put(step)
 
-    def host(w: int, store: simpy.Store | None):
+    def host(w: int, store: simpy.Store | None, room: simpy.Container | None):
         for step in range(steps):
             if step:
                 yield ends[step - 1]
             if store is None:
-                yield env.timeout(costs.sync_input_s(s))
+                yield env.timeout(input_s(step))
             else:
                 yield store.get()
+                yield room.put(1)
             overhead, dispatch = costs.host_costs_s(s, w)
             yield env.timeout(overhead)
             for j in range(local):
@@ -133,11 +153,11 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345) ->
             env.process(collectives(step))
         env.process(step_end(step))
     for w in range(workers):
-        store = None
+        store = room = None
         if costs.prefetch(s):
-            store = simpy.Store(env, capacity=1)
-            env.process(producer(store))
-        env.process(host(w, store))
+            store, room = simpy.Store(env, capacity=1), simpy.Container(env, capacity=1, init=1)
+            env.process(producer(store, room))
+        env.process(host(w, store, room))
     env.run()
     times = np.array([e.value for e in ends])
     return np.diff(np.concatenate([[0.0], times]))
