@@ -17,7 +17,8 @@ threads; 1-8 equal gradient buckets; DATA or OFF sharding, no shuffle
 buffer; optimizer of 12/20/28 bytes a parameter; 0-4 metric values.
 
 * synchronous: mirrored and multi_worker_mirrored over 1-4 workers of 1-4
-  GPUs with ring and hierarchical all-reduce, tree and halving-doubling on
+  GPUs with ring and hierarchical all-reduce (ring, tree, halving-doubling
+  or NCCL's double binary tree between the nodes), tree and halving-doubling on
   one node or one GPU per node (halving-doubling on 2 or 4 ranks), and a
   synchronous PS over 1-4 one-GPU workers with 1-3 shards on their own
   hosts, central_storage (reduce to the host CPU and back, the variables'
@@ -96,6 +97,9 @@ def test_sync_agrees_on_300_random_deterministic_scenarios():
     assert {k[0] for k in kinds} == {None, "ring", "tree", "halving_doubling", "hierarchical", "parameter_server",
                                      "reduce_to_one"}
     assert ("ring", True, True) in kinds and ("hierarchical", True, True) in kinds
+    inter = {s.strategy.inter_algorithm for _, s in errors if costs.algorithm(s) == "hierarchical"
+             and s.cluster.num_workers > 1}
+    assert inter == {"ring", "tree", "halving_doubling", "nccl_tree"}
     shared = [s for _, s in errors if s.cluster.physical_cores is not None]
     assert len(shared) == 100 and any(s.cluster.straggler_cores for s in shared)
 

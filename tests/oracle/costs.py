@@ -83,13 +83,21 @@ def halving_doubling_s(n: float, workers: int, local: int, net: Net) -> float:
     return 2 * sum(a + n / 2**i / b for i in range(1, k + 1))
 
 
-def hierarchical_s(n: float, workers: int, local: int, net: Net) -> float:
+def hierarchical_s(n: float, workers: int, local: int, net: Net, inter_algorithm: str = "ring") -> float:
     """communication.py: reduce-scatter and all-gather over the L devices of
     a node (a ring's two halves: (L-1) steps of n/L each), and between the
-    M nodes a ring on the whole message through each node's NIC (the L
-    per-device pieces of n/L share it: 2(M-1) steps of L (n/L)/M = n/M bytes)."""
+    M nodes ``inter_algorithm`` on the whole message through each node's NIC
+    (the L per-device pieces share it): a ring (2(M-1) steps of n/M),
+    halving-doubling, the binomial tree, or NCCL's double binary tree,
+    priced as ``2 log2(M)`` latencies and twice the bytes."""
     inside = 2 * (local - 1) * (net.a1 + n / local / net.b1) if local > 1 else 0.0
-    between = 2 * (workers - 1) * (net.a2 + n / workers / net.b2) if workers > 1 else 0.0
+    nodes = Net(net.a2, net.b2, net.a2, net.b2)
+    if workers == 1:
+        between = 0.0
+    elif inter_algorithm == "nccl_tree":
+        between = 2 * math.ceil(math.log2(workers)) * net.a2 + 2 * n / net.b2
+    else:
+        between = ALL_REDUCE[inter_algorithm](n, workers, 1, nodes)
     return inside + between
 
 
@@ -135,6 +143,8 @@ def collective_s(s: Scenario, n: float) -> float:
         return 0.0
     if alg == "parameter_server":
         return ps_direction_s(n, c.num_workers, s.strategy.num_ps, net)
+    if alg == "hierarchical":
+        return hierarchical_s(n, c.num_workers, c.devices_per_worker, net, s.strategy.inter_algorithm)
     return ALL_REDUCE[alg](n, c.num_workers, c.devices_per_worker, net)
 
 

@@ -78,6 +78,9 @@ def sync_scenario(rng: np.random.Generator, steps: int = 8, even: bool = False, 
     else:
         name = "multi_worker_mirrored" if workers > 1 or rng.random() < 0.3 else "mirrored"
         strategy = {"name": name, "algorithm": None if kind == "ring" else kind}
+        if kind == "hierarchical":
+            inter = str(rng.choice(["ring", "tree", "nccl_tree"] + (["halving_doubling"] if workers in (2, 4) else [])))
+            strategy["inter_algorithm"] = inter
     cluster = {"num_workers": workers, "devices_per_worker": local}
     if cpu:
         device.update(kind="cpu", peak_flops=_log_uniform(rng, 1e10, 1e11))
