@@ -41,6 +41,7 @@ import itertools
 
 import numpy as np
 import simpy
+from simpy.events import Condition
 
 from distsim.scenario import Scenario
 
@@ -83,7 +84,13 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345, ep
     cores = [simpy.Resource(env, capacity=1) if costs.worker_cores(s, w) is not None else None
              for w in range(workers)]
     f = factors(np.random.default_rng(seed), s, (steps, replicas))
-    k_buckets = s.training.num_buckets
+    # Backup workers (stragglers.py, Training docstring): the step aggregates
+    # the first N - b replicas' whole gradients in one collective and drops
+    # the b others.
+    kept = replicas - s.training.backup_workers
+    if kept < replicas and any(c is not None for c in cores):
+        raise ValueError("the oracle drops backup replicas on their own hardware only")
+    k_buckets = 1 if kept < replicas else s.training.num_buckets
     has_comm = costs.algorithm(s) is not None
     bucket_s = costs.collective_s(s, costs.gradient_bytes(s) / k_buckets)
     comm = simpy.Resource(env, capacity=1)
@@ -91,7 +98,7 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345, ep
     reduced = [env.event() for _ in range(steps)]
     ends = [env.event() for _ in range(steps)]
 
-    def replica(step: int, r: int):
+    def compute(step: int, r: int):
         work = q[step, r] * f[step, r]
         pool = cores[r // local]
         turn = pool.request() if pool is not None else None
@@ -103,6 +110,11 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345, ep
             ready[step][k][r].succeed()
         if turn is not None:
             pool.release(turn)
+
+    def replica(step: int, r: int):
+        computing = env.process(compute(step, r))
+        # A dropped straggler stops when the kept replicas' gradients are summed.
+        yield env.any_of([computing, reduced[step]]) if kept < replicas and has_comm else computing
         if has_comm:
             yield reduced[step]
         yield env.timeout(costs.update_s(s))
@@ -110,7 +122,7 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345, ep
 
     def collectives(step: int):
         for k in range(k_buckets):
-            yield env.all_of(ready[step][k])
+            yield Condition(env, lambda events, count: count >= kept, ready[step][k])
             with comm.request() as turn:
                 yield turn
                 yield env.timeout(bucket_s)

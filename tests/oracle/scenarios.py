@@ -50,14 +50,15 @@ def _scenario(device: dict, workload: dict, links: dict, cluster: dict, strategy
 
 
 def sync_scenario(rng: np.random.Generator, steps: int = 8, even: bool = False, cpu: bool = False,
-                  **training_extra) -> Scenario:
+                  backup: bool = False, **training_extra) -> Scenario:
     """A random synchronous data-parallel scenario: all-reduce (ring, tree,
     halving-doubling, hierarchical) over 1-4 workers of 1-4 GPUs, a
     synchronous PS over 1-4 one-GPU workers, or central_storage on one
     worker of 1-4 GPUs. ``even``: the global batch is a
     multiple of the replicas (every replica gets the same batch). ``cpu``:
     CPU devices whose replicas share 0.5-4 physical cores per worker, the
-    last worker sometimes with fewer (a CPU-quota straggler)."""
+    last worker sometimes with fewer (a CPU-quota straggler). ``backup``:
+    1 to N - 1 backup workers (GPU devices, N > 1 replicas)."""
     device, workload, batch = _parts(rng, steps)
     links = {"intra_link": _link(rng, "oracle_intra", 1e9, 3e11), "inter_link": _link(rng, "oracle_inter", 1e7, 3e10)}
     kind = str(rng.choice(["ring", "ring", "tree", "halving_doubling", "hierarchical", "parameter_server",
@@ -87,6 +88,8 @@ def sync_scenario(rng: np.random.Generator, steps: int = 8, even: bool = False, 
         cluster["physical_cores"] = float(rng.choice([0.5, 2 / 3, 1.0, 2.0, 4.0]))
         if rng.random() < 0.4:
             cluster["straggler_cores"] = cluster["physical_cores"] * float(rng.choice([0.25, 0.5, 1.0]))
+    if backup and workers * local > 1 and not cpu:
+        training_extra = {"backup_workers": int(rng.integers(1, workers * local)), "num_buckets": 1, **training_extra}
     if even:
         batch = {"global_batch": workers * local * int(rng.choice([8, 16, 32, 64, 128]))}
         workload["num_examples"] = batch["global_batch"] * (steps + 3)
