@@ -1,4 +1,5 @@
-"""Sync timing engine: the event timeline against the closed-form model,
+"""Sync timing engine: the event timeline and the closed-form model against the SimPy oracle
+(and against each other where the oracle does not reach),
 shared CPU cores, prefetch, bucket overlap, stragglers, determinism,
 sweep = predict, and the trace."""
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import model as oracle_model
 
 from distsim.engines import predict, sweep
 from distsim.scenario import make_scenario
@@ -31,15 +33,18 @@ def _model(scn):
     prefetch=st.booleans(),
     threads=st.sampled_from([1, 8]),
 )
-def test_timeline_steady_state_equals_closed_form(device, workload, workers, local, batch_per_replica, buckets,
-                                                  prefetch, threads):
+def test_timeline_and_closed_form_equal_the_oracle(device, workload, workers, local, batch_per_replica, buckets,
+                                                   prefetch, threads):
+    """Both engines against the SimPy oracle of tests/oracle (written from the
+    docstrings, sharing no code with them), on GPU presets it covers."""
     strategy = "multi_worker_mirrored" if workers > 1 else ("mirrored" if local > 1 else "one_device")
     scn = make_scenario(device, workload, strategy, workers, local, global_batch=batch_per_replica * workers * local,
                         num_buckets=buckets, prefetch=prefetch, input_threads=threads, steps=6)
-    steps = simulate(scn).step_times_s
-    # From the second step on the pipeline is in steady state; both are exact arithmetic
-    # on the same numbers, so only float rounding separates them.
-    np.testing.assert_allclose(steps[2:], float(_model(scn).step_time_s), rtol=1e-9)
+    oracle = oracle_model.sync_step_times(scn)[2:]
+    # From the second step on the pipeline is in steady state. Deterministic
+    # compute: the same arithmetic in another order, float rounding only.
+    np.testing.assert_allclose(simulate(scn).step_times_s[2:], oracle, rtol=1e-9)
+    np.testing.assert_allclose(float(_model(scn).step_time_s), oracle, rtol=1e-9)
 
 
 def test_logical_cpus_sharing_two_cores_give_no_compute_speedup():
@@ -214,19 +219,24 @@ def _cpu(n_local, workers=1, cores=2.0, dispatch=1e-3, overhead=5e-4, batch=192,
 @settings(max_examples=30, deadline=None)
 @given(local=st.integers(1, 4), workers=st.integers(1, 3), dispatch=st.sampled_from([0.0, 2e-4, 3e-3]),
        cores=st.sampled_from([0.5, 2.0 / 3.0, 1.0, 2.0]), batch=st.integers(1, 32), metrics=st.integers(0, 4))
-def test_cpu_timeline_with_host_costs_equals_closed_form(local, workers, dispatch, cores, batch, metrics):
+def test_cpu_timeline_and_closed_form_with_host_costs_equal_the_oracle(local, workers, dispatch, cores, batch,
+                                                                      metrics):
     scn = _cpu(local, workers, cores, dispatch, batch=batch * local * workers, metric_values=metrics)
-    # Exact arithmetic on the same numbers both ways; float rounding only.
-    np.testing.assert_allclose(simulate(scn).step_times_s[2:], float(_model(scn).step_time_s), rtol=1e-9)
+    oracle = oracle_model.sync_step_times(scn)[2:]
+    # Deterministic: the same arithmetic in another order, float rounding only.
+    np.testing.assert_allclose(simulate(scn).step_times_s[2:], oracle, rtol=1e-9)
+    np.testing.assert_allclose(float(_model(scn).step_time_s), oracle, rtol=1e-9)
 
 
 @settings(max_examples=20, deadline=None)
 @given(local=st.integers(1, 4), dispatch=st.sampled_from([2e-4, 3e-3]), share=st.sampled_from([0.0, 0.4, 1.0]),
        batch=st.integers(1, 32))
-def test_central_storage_timeline_equals_closed_form(local, dispatch, share, batch):
+def test_central_storage_timeline_and_closed_form_equal_the_oracle(local, dispatch, share, batch):
     scn = _cpu(local, dispatch=dispatch, variable=share * dispatch, batch=batch * local, strategy="central_storage")
-    # Exact arithmetic on the same numbers both ways; float rounding only.
-    np.testing.assert_allclose(simulate(scn).step_times_s[2:], float(_model(scn).step_time_s), rtol=1e-9)
+    oracle = oracle_model.sync_step_times(scn)[2:]
+    # Deterministic: the same arithmetic in another order, float rounding only.
+    np.testing.assert_allclose(simulate(scn).step_times_s[2:], oracle, rtol=1e-9)
+    np.testing.assert_allclose(float(_model(scn).step_time_s), oracle, rtol=1e-9)
 
 
 def test_central_storage_pays_the_variables_dispatch_once_per_step():
@@ -271,11 +281,10 @@ def test_a_process_below_one_core_runs_its_host_work_slower():
 
 
 def test_metric_all_reduces_cost_latency_across_processes_only():
-    from distsim.mechanics.collectives import cost_model
-
     lat = 1e-3
     two = [_model(_cpu(1, workers=2, cores=1.0, latency=lat, metric_values=m)).step_time_s for m in (0, 4)]
-    ring = float(cost_model("ring", 2, ranks_per_node=1).time_s(4.0, 0.0, 1e15, lat, 1e15))
+    # By hand: a ring of 4 bytes over 2 ranks, 2(p - 1) steps of alpha + (n / p) / B.
+    ring = 2 * (2 - 1) * (lat + 4.0 / 2 / 1e15)
     assert float(two[1] - two[0]) == pytest.approx(4 * ring, rel=1e-9)
     # Inside one process the metric reads are no collectives.
     local = [_model(_cpu(2, metric_values=m)).step_time_s for m in (0, 4)]

@@ -1,0 +1,263 @@
+"""The step as SimPy processes and resources (seconds).
+
+Synchronous training (:func:`sync_step_times`), per steady.py's docstring:
+
+* each worker's **input**: with prefetch a producer process reads and copies
+  batches into a ``Store`` of capacity 1 while the devices compute, one
+  batch ahead ("the host prepares step s+1 while the devices compute step
+  s"): like tf.data's prefetch buffer of one element, it reads the next
+  batch once the buffer has room (a ``Container`` of one slot, given back
+  when the host takes a batch); without prefetch the host reads the step's
+  batch inside the step;
+* the worker's **host** then spends ``step_overhead_s`` and dispatches its
+  replicas one after another, ``replica_dispatch_s`` each (both slower on
+  less than one core); a replica starts computing when its own dispatch is
+  done, and on shared CPU cores (a resource per worker) also once the
+  replica before it has finished computing;
+* each **replica** computes forward (1/3) and backward (2/3) of its own
+  batch (sharding.py's split of the global batch) times a random factor per (step, replica) with mean 1 (stragglers.py);
+  gradient bucket k is ready once (k+1)/K of its backward pass is done;
+* one **communication resource** (capacity 1) serves the buckets' collectives
+  one at a time, in order, each once every replica has produced that bucket,
+  so they overlap the rest of the backward pass; a synchronous PS then pulls
+  the variables;
+* each replica **updates** after its backward pass and the last collective;
+  across worker processes (multi_worker_mirrored) the metric all-reduces
+  follow on the communication resource; the step ends when all of that is
+  done, and the next step's host work starts.
+
+Asynchronous parameter servers (:func:`async_step_time`), per asyncps.py:
+``num_ps`` shard resources, each FIFO (capacity 1); every worker loops pull,
+compute, push. A pull asks every shard for its piece at once (the snapshot
+is taken when a shard starts serving it), then the worker's own part of the
+transfer follows; a push is the worker's own part, then each shard's piece
+(receive and apply).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+
+import numpy as np
+import simpy
+from simpy.events import Condition
+
+from distsim.scenario import Scenario
+
+from . import costs
+
+
+def factors(rng: np.random.Generator, s: Scenario, size) -> np.ndarray:
+    """Compute-time factors with mean 1 (stragglers.py docstring): 1, Exp(1), or exp(N(-sigma^2/2, sigma^2))."""
+    t = s.training
+    if t.compute_distribution == "deterministic":
+        return np.ones(size)
+    if t.compute_distribution == "exponential":
+        return rng.exponential(1.0, size)
+    return rng.lognormal(-t.compute_sigma**2 / 2, t.compute_sigma, size)
+
+
+def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345, epochs: int = 0) -> np.ndarray:
+    """Seconds of each step of a synchronous scenario: ``steps`` full steps
+    (default ``training.steps``), or with ``epochs`` > 0 that many whole
+    epochs (DATA sharding: their partial last steps, and the shuffle-buffer
+    fill before the first batch of each)."""
+    sizes, opens = [s.training.global_batch] * (s.training.steps if steps is None else steps), None
+    if epochs:
+        epoch = costs.epoch_steps(s)
+        sizes, opens = epoch * epochs, set(range(0, len(epoch) * epochs, len(epoch)))
+    steps = len(sizes)
+    env = simpy.Environment()
+    workers, local = s.cluster.num_workers, s.cluster.devices_per_worker
+    replicas = workers * local
+    per_example = np.repeat([costs.worker_seconds_per_example(s, w) for w in range(workers)], local)
+    q = np.array([costs.replica_batches(s, g) for g in sizes], dtype=float) * per_example
+
+    def input_s(step: int) -> float:
+        # steady.py: the fill is exposed only with prefetch ("without it those
+        # reads are part of the per-step input time").
+        fill = costs.fill_s(s) if opens and step in opens and costs.prefetch(s) else 0.0
+        return costs.sync_input_s(s, sizes[step]) + fill
+
+    # Replicas of a worker on shared CPU cores take turns on them (one at a time, each on all of them).
+    cores = [simpy.Resource(env, capacity=1) if costs.worker_cores(s, w) is not None else None
+             for w in range(workers)]
+    f = factors(np.random.default_rng(seed), s, (steps, replicas))
+    # Backup workers (stragglers.py, Training docstring): the step aggregates
+    # the first N - b replicas' whole gradients in one collective and drops
+    # the b others.
+    kept = replicas - s.training.backup_workers
+    if kept < replicas and any(c is not None for c in cores):
+        raise ValueError("the oracle drops backup replicas on their own hardware only")
+    k_buckets = 1 if kept < replicas else s.training.num_buckets
+    has_comm = costs.algorithm(s) is not None
+    bucket_s = costs.collective_s(s, costs.gradient_bytes(s) / k_buckets)
+    comm = simpy.Resource(env, capacity=1)
+    ready = [[[env.event() for _ in range(replicas)] for _ in range(k_buckets)] for _ in range(steps)]
+    reduced = [env.event() for _ in range(steps)]
+    ends = [env.event() for _ in range(steps)]
+
+    def compute(step: int, r: int):
+        work = q[step, r] * f[step, r]
+        pool = cores[r // local]
+        turn = pool.request() if pool is not None else None
+        if turn is not None:
+            yield turn
+        yield env.timeout(work / 3)
+        for k in range(k_buckets):
+            yield env.timeout(work * 2 / 3 / k_buckets)
+            ready[step][k][r].succeed()
+        if turn is not None:
+            pool.release(turn)
+
+    def replica(step: int, r: int):
+        computing = env.process(compute(step, r))
+        # A dropped straggler stops when the kept replicas' gradients are summed.
+        yield env.any_of([computing, reduced[step]]) if kept < replicas and has_comm else computing
+        if has_comm:
+            yield reduced[step]
+        yield env.timeout(costs.update_s(s))
+        updated[step][r].succeed()
+
+    def collectives(step: int):
+        for k in range(k_buckets):
+            yield Condition(env, lambda events, count: count >= kept, ready[step][k])
+            with comm.request() as turn:
+                yield turn
+                yield env.timeout(bucket_s)
+        with comm.request() as turn:
+            yield turn
+            yield env.timeout(costs.pull_s(s))
+        reduced[step].succeed()
+
+    def step_end(step: int):
+        yield env.all_of(updated[step])
+        with comm.request() as turn:
+            yield turn
+            yield env.timeout(costs.metric_s(s))
+        ends[step].succeed(env.now)
+
+    def producer(store: simpy.Store, room: simpy.Container):
+        for step in range(steps):
+            yield room.get(1)  # tf.data's prefetch waits for room in its buffer before reading the next batch
+            yield env.timeout(input_s(step))
+            yield store.put(step)
+
+    def host(w: int, store: simpy.Store | None, room: simpy.Container | None):
+        for step in range(steps):
+            if step:
+                yield ends[step - 1]
+            if store is None:
+                yield env.timeout(input_s(step))
+            else:
+                yield store.get()
+                yield room.put(1)
+            overhead, dispatch = costs.host_costs_s(s, w)
+            yield env.timeout(overhead)
+            for j in range(local):
+                yield env.timeout(dispatch)
+                env.process(replica(step, w * local + j))
+
+    updated = [[env.event() for _ in range(replicas)] for _ in range(steps)]
+    for step in range(steps):
+        if has_comm:
+            env.process(collectives(step))
+        env.process(step_end(step))
+    for w in range(workers):
+        store = room = None
+        if costs.prefetch(s):
+            store, room = simpy.Store(env, capacity=1), simpy.Container(env, capacity=1, init=1)
+            env.process(producer(store, room))
+        env.process(host(w, store, room))
+    env.run()
+    times = np.array([e.value for e in ends])
+    return np.diff(np.concatenate([[0.0], times]))
+
+
+class FifoServer:
+    """A PS shard: serves one transfer at a time, first asked first served;
+    transfers asked at the same instant go in worker order (asyncps.py:
+    "events at the same instant are ordered by (time, worker, kind)"). The
+    choice waits until every event of the instant has run (an event of a
+    priority below SimPy's NORMAL)."""
+
+    LATE = 2
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        self.queue: list[tuple[float, int, int, simpy.Event]] = []
+        self.busy = False
+        self.pending = False
+
+    def ask(self, worker: int) -> simpy.Event:
+        granted = self.env.event()
+        heapq.heappush(self.queue, (self.env.now, worker, id(granted), granted))
+        self._kick()
+        return granted
+
+    def release(self) -> None:
+        self.busy = False
+        self._kick()
+
+    def _kick(self) -> None:
+        if self.busy or self.pending or not self.queue:
+            return
+        self.pending = True
+        late = self.env.event()
+        late.callbacks.append(self._grant)
+        late._ok, late._value = True, None
+        self.env.schedule(late, priority=self.LATE)
+
+    def _grant(self, _event) -> None:
+        self.pending = False
+        if not self.busy and self.queue:
+            self.busy = True
+            heapq.heappop(self.queue)[3].succeed()
+
+
+def async_step_time(s: Scenario, apply_at_ps: bool = True, seed: int = 12345) -> float:
+    """Seconds per step of an asynchronous PS scenario as ``predict`` states
+    it (``workers / updates_per_s``, the rate over the run of ``W x
+    training.steps`` applied updates).
+
+    Each worker loops pull, compute, push, forever (asyncps.py); the run
+    ends at the ``W x training.steps``-th apply. The ``num_ps`` shards are FIFO
+    resources; every transfer asks all of them for its piece at once, when
+    it starts ("each server is FIFO and is asked for when a transfer reaches
+    it", asyncps.py), and a shard is busy ``request_s`` + its piece's bytes
+    (+ its share of the optimizer's apply on a push when ``apply_at_ps``).
+    The transfer's own path (latency, the worker's bytes) runs meanwhile: it
+    ends when both are done, so to an idle PS it takes ``latency + request_s
+    + gradient / bandwidth`` (prediction.py ``async_costs``), plus the apply."""
+    c = costs.async_costs(s, apply_at_ps)
+    workers, steps = s.num_replicas, s.training.steps
+    env = simpy.Environment()
+    shards = [FifoServer(env) for _ in range(s.strategy.num_ps)]
+    rng = np.random.default_rng(seed)
+    f = factors(rng, s, (workers, 2 * steps))  # each worker's draws; drawn again if a worker runs further
+    applied: list[float] = []
+    finished = env.event()
+
+    def piece(shard: FifoServer, w: int, service_s: float):
+        yield shard.ask(w)
+        yield env.timeout(service_s)
+        shard.release()
+
+    def transfer(w: int, own_s: float, service_s: float):
+        pieces = [env.process(piece(shard, w, service_s)) for shard in shards]
+        return env.all_of([env.timeout(own_s), *pieces])
+
+    def worker(w: int):
+        for u in itertools.count():
+            yield transfer(w, c.pull_s, c.shard_pull_s)
+            yield env.timeout(c.compute_s * (f[w, u] if u < f.shape[1] else factors(rng, s, 1)[0]))
+            yield transfer(w, c.push_s, c.shard_push_s)
+            applied.append(env.now)
+            if len(applied) == workers * steps:
+                finished.succeed()
+
+    for w in range(workers):
+        env.process(worker(w))
+    env.run(until=finished)
+    return workers * applied[-1] / len(applied)

@@ -1,0 +1,389 @@
+"""``distsim.predict`` against the independent SimPy oracle of ``tests/oracle``.
+
+The oracle is written from the docstrings (see ``tests/oracle/__init__.py``)
+and imports neither ``distsim.engines`` nor ``distsim.mechanics``
+(:func:`test_oracle_is_independent`). Both sides are compared on the mean
+step time over full steps.
+
+Scenario space (seeded generators in ``tests/oracle/scenarios.py``): GPU
+devices (and, in a third of the sync scenarios, CPU devices whose replicas
+take turns on 0.5-4 physical cores per worker, sometimes with a CPU-quota
+straggler as the last worker) with random peak rate, efficiency, memory bandwidth, step overhead
+and replica dispatch; random intra/inter links (bandwidth, latency,
+request time, payload fraction, network-software rate); random workloads
+(parameters, FLOPs, host input time and bytes per example) of 16 equal
+gradient tensors; prefetch on, off or the strategy's default; 1-16 input
+threads; 1-8 equal gradient buckets; DATA or OFF sharding, no shuffle
+buffer; optimizer of 12/20/28 bytes a parameter; 0-4 metric values.
+
+* synchronous: mirrored and multi_worker_mirrored over 1-4 workers of 1-4
+  GPUs with ring and hierarchical all-reduce (ring, tree, halving-doubling
+  or NCCL's double binary tree between the nodes), tree and halving-doubling on
+  one node or one GPU per node (halving-doubling on 2 or 4 ranks), and a
+  synchronous PS over 1-4 one-GPU workers with 1-3 shards on their own
+  hosts, central_storage (reduce to the host CPU and back, the variables'
+  dispatch paid once a step) on one worker of 1-4 devices; global batches of 32-512 (split over the replicas as
+  tf.distribute does, unevenly when they do not divide it) in half of the
+  scenarios, a multiple of the replicas in the other half;
+* backup workers: 1 to N - 1 of N GPU replicas, one collective of the kept
+  replicas' whole gradients;
+* asynchronous PS: 1-6 one-GPU workers, 1-3 shards, ``ps_cluster="processes"``
+  over a half-duplex link, one worker batch per update.
+
+Not covered: topology presets, NCCL pricing, per_tensor/pack/fusion grouping, FILE sharding,
+the epoch time with prefetch (two strict xfails), backup workers on shared
+CPU cores or with a per-replica dispatch (a strict xfail), two-level PS (local sum, placements),
+tpu, in-process and full-duplex PS clusters.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import numpy as np
+import pytest
+from oracle import costs, model, scenarios
+
+import distsim
+from distsim.scenario import Scenario
+from distsim.scenario.presets import SCHEMA_VERSION
+
+ORACLE_DIR = pathlib.Path(__file__).parent / "oracle"
+#: Deterministic scenarios: float sums in a different order differ by ~1e-12
+#: relative; 1 % is the issue's bound, and today's sync agreement is exact
+#: to 1e-9 on even batches, so any modelling difference shows as > 1 %.
+DETERMINISTIC_TOL = 0.01
+#: Under noise each side draws its own factors: the issue's bound, 3 %, is
+#: more than 2 standard errors of the difference when each side's standard
+#: error is under 1 % (the sync test checks the oracle's).
+NOISY_TOL = 0.03
+
+
+def _mean_full_step(result) -> float:
+    """Mean of the full steps after the first (the first fills the pipeline)."""
+    return float(np.mean(result.step_times_s[1:]))
+
+
+def test_oracle_is_independent():
+    """No module of the oracle imports distsim.engines or distsim.mechanics."""
+    banned = ("distsim.engines", "distsim.mechanics")
+    found = []
+    for path in sorted(ORACLE_DIR.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            found += [(path.name, n) for n in names if n.startswith(banned)]
+    assert len(list(ORACLE_DIR.glob("*.py"))) >= 4
+    assert found == []
+
+
+def _sync_errors(seed: int, count: int, **extra) -> list[tuple[float, object]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        s = scenarios.sync_scenario(rng, even=bool(i % 2), cpu=i % 3 == 2, **extra)
+        want = float(np.mean(model.sync_step_times(s)[1:]))
+        out.append((_mean_full_step(distsim.predict(s)) / want - 1, s))
+    return out
+
+
+def test_sync_agrees_on_300_random_deterministic_scenarios():
+    errors = _sync_errors(2024, 300)
+    worst, s = max(errors, key=lambda e: abs(e[0]))
+    assert abs(worst) <= DETERMINISTIC_TOL, (worst, s.to_dict())
+    # The space is not degenerate: every algorithm and both multi-worker shapes occur.
+    kinds = {(costs.algorithm(s), s.cluster.num_workers > 1, s.cluster.devices_per_worker > 1) for _, s in errors}
+    assert {k[0] for k in kinds} == {None, "ring", "tree", "halving_doubling", "hierarchical", "parameter_server",
+                                     "reduce_to_one"}
+    assert ("ring", True, True) in kinds and ("hierarchical", True, True) in kinds
+    inter = {s.strategy.inter_algorithm for _, s in errors if costs.algorithm(s) == "hierarchical"
+             and s.cluster.num_workers > 1}
+    assert inter == {"ring", "tree", "halving_doubling", "nccl_tree"}
+    shared = [s for _, s in errors if s.cluster.physical_cores is not None]
+    assert len(shared) == 100 and any(s.cluster.straggler_cores for s in shared)
+
+
+def _backup_scenario(rng: np.random.Generator, **extra) -> Scenario:
+    """A random GPU scenario with 1 to N - 1 backup workers and no per-replica
+    dispatch (with it, see :func:`test_backup_step_still_pays_the_hosts_dispatch`)."""
+    while True:
+        s = scenarios.sync_scenario(rng, even=bool(rng.random() < 0.5), backup=True, **extra)
+        if s.training.backup_workers:
+            return s.replace("cluster.device.replica_variable_s", 0.0).replace("cluster.device.replica_dispatch_s", 0.0)
+
+
+def test_backup_workers_agree_on_60_random_deterministic_scenarios():
+    rng = np.random.default_rng(41)
+    for _ in range(60):
+        s = _backup_scenario(rng)
+        want = float(np.mean(model.sync_step_times(s)[1:]))
+        assert _mean_full_step(distsim.predict(s)) == pytest.approx(want, rel=DETERMINISTIC_TOL), s.to_dict()
+
+
+def _backup_minimal() -> Scenario:
+    """1 worker of 4 GPUs, 1 ms to dispatch each, 0.1 ms of compute each, 3 backup workers."""
+    return Scenario.from_dict({
+        "schema_version": SCHEMA_VERSION,
+        "cluster": {"device": {"name": "g", "kind": "gpu", "peak_flops": 1e12, "efficiency": 1.0,
+                               "memory_bandwidth_Bps": 1e12, "memory_bytes": 1e15, "step_overhead_s": 0.0,
+                               "replica_dispatch_s": 1e-3},
+                    "intra_link": {"name": "i", "bandwidth_Bps": 1e12, "latency_s": 0.0},
+                    "inter_link": {"name": "e", "bandwidth_Bps": 1e12, "latency_s": 0.0},
+                    "devices_per_worker": 4},
+        "workload": {"name": "w", "num_params": 1, "flops_per_sample": 1e8, "num_examples": 400},
+        "strategy": {"name": "mirrored"},
+        "training": {"global_batch": 4, "steps": 5, "optimizer_bytes_per_param": 0, "backup_workers": 3,
+                     "metric_values": 0}})
+
+
+@pytest.mark.xfail(strict=True, reason="with backup workers the timeline ends the step when the kept replicas' "
+                   "collective and update are done (1.1 ms here) and starts the next step's host work then, while "
+                   "steady.py's host is still dispatching the step's replicas one after another (4 x 1 ms)")
+def test_backup_step_still_pays_the_hosts_dispatch():
+    """Hand derivation: the host dispatches 4 replicas, 1 ms each, every step
+    (steady.py); replica 0 finishes first (1 + 0.1 ms) and is the one kept,
+    the others are dropped (the kept gradient's ring ends at about 1.1 ms),
+    but the host starts the next step only after its last dispatch: 4 ms a step."""
+    s = _backup_minimal()
+    hand = 4e-3
+    assert float(np.mean(model.sync_step_times(s)[1:])) == pytest.approx(hand, rel=1e-9)
+    assert _mean_full_step(distsim.predict(s)) == pytest.approx(hand, rel=DETERMINISTIC_TOL)
+
+
+def _async_errors(seed: int, count: int, apply_at_ps: bool, copy: bool, **extra) -> list[tuple[float, object]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        s = scenarios.async_scenario(rng, copy=copy, **extra)
+        want = model.async_step_time(s, apply_at_ps=apply_at_ps)
+        out.append((distsim.predict(s).summary.step_time_s / want - 1, s))
+    return out
+
+
+def test_async_transfers_and_queueing_agree_on_100_random_scenarios():
+    """Scenarios where today's known async gaps are zero by construction: no
+    optimizer bytes (so no apply at the PS) and nothing to copy to the device."""
+    errors = _async_errors(7, 100, apply_at_ps=True, copy=False, optimizer_bytes_per_param=0)
+    worst, s = max(errors, key=lambda e: abs(e[0]))
+    assert abs(worst) <= DETERMINISTIC_TOL, (worst, s.to_dict())
+    queued = [s for _, s in errors if s.num_replicas * 2 * costs.async_costs(s).shard_pull_s
+              > costs.async_costs(s).compute_s]
+    assert len(queued) >= 10  # the PS is the bottleneck in a good part of them
+
+
+@pytest.mark.xfail(strict=True, reason="issue 24 item 3: predict's async PS never pays for the optimizer update "
+                   "(the oracle applies it at the PS: num_params x optimizer_bytes_per_param / memory bandwidth / "
+                   "num_ps per push), and divides the worker's host-to-device copy by the replica count under DATA")
+def test_async_agrees_on_100_random_scenarios_with_apply_and_copy():
+    errors = _async_errors(11, 100, apply_at_ps=True, copy=True)
+    worst, s = max(errors, key=lambda e: abs(e[0]))
+    assert abs(worst) <= DETERMINISTIC_TOL, (worst, s.to_dict())
+
+
+def _async_apply_minimal():
+    """1 worker, 2 shards: the cycle is pull + compute + push (+ the apply)."""
+    return Scenario.from_dict({
+        "schema_version": SCHEMA_VERSION,
+        "cluster": {"device": {"name": "g", "kind": "gpu", "peak_flops": 1e13, "efficiency": 0.5,
+                               "memory_bandwidth_Bps": 1e11, "memory_bytes": 1e15, "step_overhead_s": 1e-3},
+                    "intra_link": {"name": "i", "bandwidth_Bps": 1e10, "latency_s": 0.0},
+                    "inter_link": {"name": "e", "bandwidth_Bps": 1e11, "latency_s": 0.0}},
+        "workload": {"name": "w", "num_params": 10**7, "flops_per_sample": 1e9, "num_examples": 6400},
+        "strategy": {"name": "parameter_server", "num_ps": 2},
+        "training": {"global_batch": 64, "steps": 20, "optimizer_bytes_per_param": 28}})
+
+
+@pytest.mark.xfail(strict=True, reason="issue 24 item 3: no optimizer update in the async PS cycle")
+def test_async_minimal_scenario_pays_the_apply():
+    """Hand derivation: compute 1 ms + 64 x 1e9 / 5e12 s = 13.8 ms; each
+    transfer 4e7 B / 1e11 B/s = 0.4 ms; the apply 1e7 x 28 B / 1e11 B/s = 2.8 ms
+    over 2 shards, 1.4 ms: 16.0 ms per update (today's predict: 14.6 ms, no apply)."""
+    s = _async_apply_minimal()
+    hand = 1e-3 + 64 * 1e9 / 5e12 + 2 * 4e7 / 1e11 + 1e7 * 28 / 1e11 / 2
+    assert model.async_step_time(s) == pytest.approx(hand, rel=1e-9)
+    assert distsim.predict(s).summary.step_time_s == pytest.approx(hand, rel=DETERMINISTIC_TOL)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 24 item 3: predict's async worker copies its batch to the device in "
+                   "ingest time divided by the replica count under DATA sharding (16 ms here, 32 ms by hand)")
+def test_async_worker_copies_its_whole_batch():
+    """Hand derivation: 2 workers of one GPU, 32 examples each of 1 MB over a
+    1 GB/s intra link: 32 ms of copy, more than the 1 ms overhead and
+    0.032 ms of compute it overlaps (prefetch); transfers of 4 bytes at
+    1e12 B/s, no apply: 32 ms an update."""
+    s = Scenario.from_dict({
+        "schema_version": SCHEMA_VERSION,
+        "cluster": {"device": {"name": "g", "kind": "gpu", "peak_flops": 1e12, "efficiency": 1.0,
+                               "memory_bandwidth_Bps": 1e12, "memory_bytes": 1e15, "step_overhead_s": 1e-3},
+                    "intra_link": {"name": "i", "bandwidth_Bps": 1e9, "latency_s": 0.0},
+                    "inter_link": {"name": "e", "bandwidth_Bps": 1e12, "latency_s": 0.0}, "num_workers": 2},
+        "workload": {"name": "w", "num_params": 1, "flops_per_sample": 1e6, "num_examples": 6400,
+                     "input_bytes_per_sample": 10**6},
+        "strategy": {"name": "parameter_server"},
+        "training": {"global_batch": 64, "steps": 20, "optimizer_bytes_per_param": 0}})
+    hand = 32 * 1e6 / 1e9 + 2 * 4 / 1e12
+    assert model.async_step_time(s) == pytest.approx(hand, rel=1e-6)
+    assert distsim.predict(s).summary.step_time_s == pytest.approx(hand, rel=DETERMINISTIC_TOL)
+
+
+def _uneven_minimal():
+    """1 worker of 3 GPUs, global batch 4: tf.distribute gives the replicas 2, 2 and 0 examples."""
+    return Scenario.from_dict({
+        "schema_version": SCHEMA_VERSION,
+        "cluster": {"device": {"name": "g", "kind": "gpu", "peak_flops": 1e12, "efficiency": 1.0,
+                               "memory_bandwidth_Bps": 1e12, "memory_bytes": 1e15, "step_overhead_s": 0.0,
+                               "replica_dispatch_s": 1e-3},
+                    "intra_link": {"name": "i", "bandwidth_Bps": 1e12, "latency_s": 0.0},
+                    "inter_link": {"name": "e", "bandwidth_Bps": 1e12, "latency_s": 0.0},
+                    "devices_per_worker": 3},
+        "workload": {"name": "w", "num_params": 1, "flops_per_sample": 1e10, "num_examples": 400},
+        "strategy": {"name": "mirrored"},
+        "training": {"global_batch": 4, "steps": 5, "optimizer_bytes_per_param": 0}})
+
+
+#: Hand derivation for :func:`_uneven_minimal`: replica j starts after j + 1
+#: dispatches of 1 ms; replicas 0 and 1 compute 2 examples at 10 ms each,
+#: replica 2 none: the step ends at max(1 + 20, 2 + 20, 3 + 0) = 22 ms, plus a
+#: ring of 4 bytes over 3 ranks (4 steps of 4/3 B at 1e12 B/s).
+UNEVEN_HAND_S = 2e-3 + 2 * 1e10 / 1e12 + 4 * (4 / 3) / 1e12
+
+
+def test_uneven_split_by_hand():
+    s = _uneven_minimal()
+    assert float(np.mean(model.sync_step_times(s)[1:])) == pytest.approx(UNEVEN_HAND_S, rel=1e-9)
+    assert _mean_full_step(distsim.predict(s)) == pytest.approx(UNEVEN_HAND_S, rel=1e-9)
+
+
+@pytest.mark.xfail(strict=True, reason="steady.py's closed form (sweep, predict's baselines and epoch time) charges "
+                   "the last-dispatched replica the busiest replica's batch: 23 ms where the timeline and the oracle "
+                   "take 22 ms; timeline.py's docstring says the two agree exactly with deterministic compute")
+def test_closed_form_agrees_on_an_uneven_split():
+    table = distsim.sweep(_uneven_minimal(), {"training.global_batch": [4]})
+    assert float(table["step_time_s"][0]) == pytest.approx(UNEVEN_HAND_S, rel=DETERMINISTIC_TOL)
+
+
+def test_epoch_time_agrees_without_prefetch_on_100_random_scenarios():
+    """Whole epochs under DATA sharding: 2-6 full steps and a partial last
+    one (a multiple of the replicas: the uneven split is
+    :func:`test_closed_form_agrees_on_an_uneven_split`), or none with
+    drop_remainder; shuffle buffers of 0-5000 (whose fill steady.py counts
+    only with prefetch). The oracle runs three epochs; its second is compared."""
+    rng = np.random.default_rng(31)
+    for _ in range(100):
+        s = scenarios.sync_scenario(rng, even=True, cpu=bool(rng.random() < 0.3), prefetch=False,
+                                    shuffle_buffer=int(rng.choice([0, 100, 5000])), shard_policy="DATA",
+                                    drop_remainder=bool(rng.random() < 0.3))
+        g, n = s.training.global_batch, s.num_replicas
+        s = s.replace("workload.num_examples", int(g * rng.integers(2, 7) + n * rng.integers(0, g // n)))
+        per = len(costs.epoch_steps(s))
+        oracle = float(np.sum(model.sync_step_times(s, epochs=3)[per:2 * per]))
+        result = distsim.predict(s)
+        assert result.summary.steps_per_epoch == per
+        assert result.summary.epoch_time_s == pytest.approx(oracle, rel=DETERMINISTIC_TOL), s.to_dict()
+
+
+def _one_device(num_examples: int, input_s_per_sample: float, shuffle_buffer: int = 0) -> Scenario:
+    """One GPU computing 1 ms an example, 10 examples a step, nothing else."""
+    return Scenario.from_dict({
+        "schema_version": SCHEMA_VERSION,
+        "cluster": {"device": {"name": "g", "kind": "gpu", "peak_flops": 1e12, "efficiency": 1.0,
+                               "memory_bandwidth_Bps": 1e12, "memory_bytes": 1e15, "step_overhead_s": 0.0},
+                    "intra_link": {"name": "i", "bandwidth_Bps": 1e12, "latency_s": 0.0},
+                    "inter_link": {"name": "e", "bandwidth_Bps": 1e12, "latency_s": 0.0}},
+        "workload": {"name": "w", "num_params": 1, "flops_per_sample": 1e9, "num_examples": num_examples,
+                     "input_s_per_sample": input_s_per_sample},
+        "strategy": {"name": "one_device"},
+        "training": {"global_batch": 10, "steps": 12, "optimizer_bytes_per_param": 0,
+                     "shuffle_buffer": shuffle_buffer}})
+
+
+def _second_epoch_s(s: Scenario, per: int) -> float:
+    return float(np.sum(model.sync_step_times(s, epochs=3)[per:2 * per]))
+
+
+@pytest.mark.xfail(strict=True, reason="predict's epoch_time_s adds the whole shuffle fill (44 ms), but with "
+                   "prefetch one batch ahead the fill runs while the last step of the previous epoch computes; "
+                   "predict's own timeline and the oracle take 40 ms an epoch")
+def test_epoch_time_hides_the_fill_under_the_previous_step():
+    """Hand derivation: 40 examples, 4 steps of 10 ms compute; input 1 ms a
+    step, the fill 40 x 0.1 ms = 4 ms. When the last step of an epoch
+    starts, the host reads the buffer and the next batch (5 ms) during its
+    10 ms: nothing is exposed, 4 x 10 = 40 ms an epoch after the first."""
+    s = _one_device(40, 1e-4, shuffle_buffer=40)
+    assert _second_epoch_s(s, 4) == pytest.approx(0.040, rel=1e-9)
+    assert distsim.predict(s).summary.epoch_time_s == pytest.approx(0.040, rel=DETERMINISTIC_TOL)
+
+
+@pytest.mark.xfail(strict=True, reason="predict's epoch_time_s prices every step at its steady-state max(input, "
+                   "device) (31 ms), but a short last step cannot hide the next epoch's first read; predict's own "
+                   "timeline and the oracle take 35 ms an epoch")
+def test_epoch_time_counts_the_input_a_short_last_step_exposes():
+    """Hand derivation: 31 examples: steps of 10, 10, 10 and 1 example (10,
+    10, 10, 1 ms of compute); input 5 ms a full batch. The next epoch's first
+    batch is read from the start of the 1 ms step: 4 ms exposed, so 14 + 10 +
+    10 + 1 = 35 ms an epoch after the first."""
+    s = _one_device(31, 5e-4)
+    assert _second_epoch_s(s, 4) == pytest.approx(0.035, rel=1e-9)
+    assert distsim.predict(s).summary.epoch_time_s == pytest.approx(0.035, rel=DETERMINISTIC_TOL)
+
+
+def _relative_se(step_times: np.ndarray) -> float:
+    """Standard error of the mean step over the mean (steps taken as independent)."""
+    return float(np.std(step_times) / np.mean(step_times) / np.sqrt(len(step_times)))
+
+
+@pytest.mark.parametrize("distribution, sigma, steps, seed", [("lognormal", 0.3, 800, 1), ("lognormal", 0.6, 1500, 2),
+                                                             ("exponential", 0.1, 2500, 3)])
+def test_sync_mean_step_under_noise(distribution, sigma, steps, seed):
+    """Two random scenarios of 4 or more replicas per distribution. The
+    oracle's own standard error must be under 1 % for the 3 % comparison to
+    say something (steps chosen for that)."""
+    rng = np.random.default_rng(seed)
+    checked = 0
+    while checked < 2:
+        s = scenarios.sync_scenario(rng, steps=steps, even=True, compute_distribution=distribution,
+                                    compute_sigma=sigma, seed=seed)
+        if s.num_replicas < 4:
+            continue
+        oracle_steps = model.sync_step_times(s, seed=seed + 100)[1:]
+        assert _relative_se(oracle_steps) < 0.01
+        got = _mean_full_step(distsim.predict(s))
+        assert got == pytest.approx(float(np.mean(oracle_steps)), rel=NOISY_TOL), s.to_dict()
+        checked += 1
+
+
+@pytest.mark.parametrize("distribution, seed", [("lognormal", 4), ("exponential", 5)])
+def test_async_mean_step_under_noise(distribution, seed):
+    """Two random async scenarios of 3 or more workers per distribution (no
+    apply, no copy, as above), 2500 updates per worker: the rate over 7500+
+    updates has a relative standard error under the compute's CV (1 for
+    exponential) / sqrt(7500), 1.2 %, on each side."""
+    rng = np.random.default_rng(seed)
+    checked = 0
+    while checked < 2:
+        s = scenarios.async_scenario(rng, steps=2500, copy=False, compute_distribution=distribution,
+                                     compute_sigma=0.5, optimizer_bytes_per_param=0, seed=seed)
+        if s.num_replicas < 3:
+            continue
+        want = model.async_step_time(s, seed=seed + 100)
+        assert distsim.predict(s).summary.step_time_s == pytest.approx(want, rel=NOISY_TOL), s.to_dict()
+        checked += 1
+
+
+def test_backup_workers_mean_step_under_exponential_noise():
+    """Two random scenarios of 4+ replicas keeping 2+ of them, exponential
+    compute, 2500 steps: the oracle's standard error stays under 1 % (checked)."""
+    rng = np.random.default_rng(43)
+    checked = 0
+    while checked < 2:
+        s = _backup_scenario(rng, steps=2500, compute_distribution="exponential", seed=43)
+        if s.num_replicas < 4 or s.num_replicas - s.training.backup_workers < 2:
+            continue
+        oracle_steps = model.sync_step_times(s, seed=143)[1:]
+        assert _relative_se(oracle_steps) < 0.01
+        assert _mean_full_step(distsim.predict(s)) == pytest.approx(float(np.mean(oracle_steps)), rel=NOISY_TOL)
+        checked += 1
