@@ -1,4 +1,4 @@
-"""The parameter-server script gives every worker its own batches (a real in-process cluster).
+"""The parameter-server script gives every worker its own batches, in its custom loop and in fit (a real cluster).
 
 Two workers and one PS inside one subprocess, over localhost gRPC. A function
 scheduled with the ClusterCoordinator reads one batch from the worker's own
@@ -60,8 +60,22 @@ def one_stream():
     return ps.make_dataset(args.batch, args.batch * args.steps, args.seed, args.shuffle)
 
 
+def as_fit_builds_it():
+    """The same dataset_fn as tf_keras' model.fit wraps a DatasetCreator under this strategy
+    (tf_keras/src/engine/data_adapter.py, _ClusterCoordinatorDataHandler)."""
+    return strategy.distribute_datasets_from_function(ps.worker_dataset_fn(args))
+
+
+def by_input_context():
+    """Sharded by the input context, as TensorFlow's parameter-server tutorial does."""
+    return strategy.distribute_datasets_from_function(
+        lambda ctx: one_stream().shard(ctx.num_input_pipelines, ctx.input_pipeline_id))
+
+
 print(json.dumps({{"script": examples_by_worker(ps.worker_dataset_fn(args)),
-                  "one_stream": examples_by_worker(one_stream)}}))
+                  "fit": examples_by_worker(as_fit_builds_it),
+                  "one_stream": examples_by_worker(one_stream),
+                  "input_context": examples_by_worker(by_input_context)}}))
 '''
 
 
@@ -71,21 +85,25 @@ def seen():
     return {k: {int(w): set(ix) for w, ix in v.items()} for k, v in json.loads(out.splitlines()[-1]).items()}
 
 
-def test_both_workers_trained(seen):
-    for worker in (0, 1):
-        assert len(seen["script"][worker]) >= 2 * BATCH
+@pytest.mark.parametrize("loop", ["script", "fit"])
+def test_the_two_workers_never_see_the_same_example(seen, loop):
+    assert len(seen[loop][0]) >= 2 * BATCH and len(seen[loop][1]) >= 2 * BATCH
+    assert not seen[loop][0] & seen[loop][1]
 
 
-def test_the_two_workers_never_see_the_same_example(seen):
-    assert not seen["script"][0] & seen["script"][1]
-
-
-def test_each_worker_reads_every_other_batch(seen):
+@pytest.mark.parametrize("loop", ["script", "fit"])
+def test_each_worker_reads_every_other_batch(seen, loop):
     # By hand: unshuffled, batch b holds examples b*BATCH .. b*BATCH+3, and worker w takes batches w, w+2, ...
-    for worker, examples in seen["script"].items():
+    for worker, examples in seen[loop].items():
         assert {i // BATCH % 2 for i in examples} == {worker}
 
 
 def test_without_sharding_the_workers_share_batches(seen):
     # The control: one unsharded pipeline per worker hands both workers batch 0 first, so this check can fail.
     assert set(range(BATCH)) <= seen["one_stream"][0] & seen["one_stream"][1]
+
+
+def test_the_input_context_cannot_tell_the_workers_apart(seen):
+    # Under ParameterServerStrategy every worker's input context says pipeline 0 of 1
+    # (parameter_server_strategy_v2.py, _distribute_datasets_from_function): sharding by it keeps everything.
+    assert set(range(BATCH)) <= seen["input_context"][0] & seen["input_context"][1]
