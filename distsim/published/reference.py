@@ -40,7 +40,8 @@ _TEXT = Text(10_000)
 #: What a table's setup (and a row's overrides) may set.
 _SETUP_KEYS = ("cluster", "workload", "strategy", "training", "batch_per_replica", "devices")
 
-#: The two tables of source document 001 (the seed tables).
+#: The two tables of the chapter "Distributed training with TensorFlow" of *A Concise Handbook of
+#: TensorFlow 2* (Xihan Li et al., https://tf.wiki/en/appendix/distributed.html): the seed tables.
 SEED_FILE = "source001_tables.json"
 #: Tables of published multi-GPU and multi-node results (issue 15).
 CLUSTER_FILES: tuple[str, ...] = ("tf_benchmarks_2017.json", "cscs_2017.json", "nvidia_dle_rn50.json")

@@ -14,6 +14,10 @@ with, for example, ``TF_CONFIG='{"cluster": {"chief": ["10.0.0.1:2222"],
 every worker and ps server inside its own process on localhost (``--workers``,
 ``--ps``), which is how the workbook runs it on one machine.
 
+Every worker reads its own share of the data (:func:`worker_dataset_fn`): the
+stream of batches is dealt out in turns by worker index, so no two workers
+train on the same batch.
+
 The workbook's measured runs (``distsim.real.run``) import this file and pass
 ``wrap``, which records on the parameter server which version of the
 variables every update read, and so its staleness; nothing else differs.
@@ -71,6 +75,13 @@ def make_strategy(args: argparse.Namespace) -> tf.distribute.ParameterServerStra
     return tf.distribute.ParameterServerStrategy(resolver)
 
 
+def count_workers(args: argparse.Namespace) -> int:
+    """The cluster's worker tasks: TF_CONFIG's, or the ``--workers`` started here."""
+    if os.environ.get("TF_CONFIG"):
+        return tf.distribute.cluster_resolver.TFConfigClusterResolver().cluster_spec().num_tasks("worker")
+    return args.workers
+
+
 def update(model: tf.keras.Model, optimizer, x, y):
     """One worker step: forward, backward, apply on the parameter servers. Returns ``(logits, loss)``."""
     with tf.GradientTape() as tape:
@@ -86,6 +97,31 @@ def no_wrap(step, model):
     return step
 
 
+def worker_dataset_fn(args: argparse.Namespace):
+    """The ``dataset_fn`` every worker runs: its own share of the batches.
+
+    ``input_context`` cannot tell the workers apart here: under
+    ParameterServerStrategy it always says input pipeline 0 of 1
+    (``_distribute_datasets_from_function``, TensorFlow 2.21's
+    ``python/distribute/parameter_server_strategy_v2.py`` lines 985-995), so
+    sharding by ``input_context.input_pipeline_id`` would change nothing. The
+    coordinator traces this function once and every worker runs that one graph,
+    so a seed fixed here is the same on every worker too. The worker's index is
+    filled in when the function runs on a worker: TensorFlow's own example of
+    ``experimental_get_current_worker_index`` shards a dataset by it
+    (``python/distribute/coordinator/coordinator_context.py`` lines 81-111).
+    """
+    num_workers = count_workers(args)
+    examples = args.examples or min(60_000, args.batch * args.steps)
+
+    def dataset_fn(input_context=None):
+        worker = tf.distribute.coordinator.experimental_get_current_worker_index()
+        # Worker w takes batches w, w + W, w + 2W, ... of the one repeating stream of batches.
+        return make_dataset(args.batch, examples, args.seed, args.shuffle).shard(num_workers, worker)
+
+    return dataset_fn
+
+
 def train_custom(strategy, args, callbacks=(), wrap=no_wrap) -> dict:
     """A ClusterCoordinator loop: schedule steps on whichever worker is free, join, fetch."""
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
@@ -93,9 +129,8 @@ def train_custom(strategy, args, callbacks=(), wrap=no_wrap) -> dict:
         model = build_model(args.model, args.seed, **args.sizes)
         optimizer = tf.keras.optimizers.SGD(args.lr)
         step = wrap(lambda x, y: update(model, optimizer, x, y), model)
-    examples = args.examples or min(60_000, args.batch * args.steps)
-    per_worker = coordinator.create_per_worker_dataset(  # every worker builds its own input pipeline
-        lambda: make_dataset(args.batch, examples, args.seed, args.shuffle))
+    # Every worker builds its own input pipeline, and keeps its own share of the batches.
+    per_worker = coordinator.create_per_worker_dataset(worker_dataset_fn(args))
     iterator = iter(per_worker)
 
     @tf.function
@@ -143,9 +178,7 @@ def train_fit(strategy, args, callbacks=(), wrap=no_wrap) -> dict:
         model.compile(optimizer=tf.keras.optimizers.SGD(args.lr), metrics=["accuracy"],
                       steps_per_execution=args.steps_per_execution)
         model.step = wrap(lambda x, y: update(net, model.optimizer, x, y), net)
-    examples = args.examples or min(60_000, args.batch * args.steps)
-    creator = tf.keras.utils.experimental.DatasetCreator(  # called on every worker
-        lambda input_context: make_dataset(args.batch, examples, args.seed, args.shuffle))
+    creator = tf.keras.utils.experimental.DatasetCreator(worker_dataset_fn(args))  # run on every worker
     return model.fit(creator, epochs=args.epochs, steps_per_epoch=args.steps, verbose=0,
                      callbacks=list(callbacks)).history
 
