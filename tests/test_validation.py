@@ -1,4 +1,4 @@
-"""The published tables of source document 001, predicted from the
+"""The published tables of the tf.wiki handbook (A Concise Handbook of TensorFlow 2, "Distributed training with TensorFlow"), predicted from the
 single-device column plus presets and stated assumptions (one calibrated
 number per hardware setup, nothing fitted per cell)."""
 
