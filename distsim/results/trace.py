@@ -11,14 +11,13 @@ format, which opens in Perfetto (https://ui.perfetto.dev).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from distsim.validation import InputError, OneOf, check_keys
+from distsim.validation import InputError, OneOf, check_keys, write_json
 
 #: What a device can be doing. ``idle`` covers waiting for peers or data.
 EVENT_KINDS: tuple[str, ...] = ("input", "compute", "comm", "update", "idle")
@@ -195,9 +194,7 @@ class Trace:
 
     def save_chrome_trace(self, path: str | Path) -> Path:
         """Write :meth:`to_chrome_trace` to ``path``; open it in Perfetto."""
-        path = Path(path)
-        path.write_text(json.dumps(self.to_chrome_trace()))
-        return path
+        return write_json(path, self.to_chrome_trace(), indent=None, what="trace file")
 
     def to_dict(self) -> dict:
         return {
