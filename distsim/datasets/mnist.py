@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from distsim.validation import InputError, Integer, MissingFileError, Optional
+from distsim.validation import Boolean, InputError, Integer, MissingFileError, Optional
 
 #: SHA-256 of the committed ``distsim/datasets/mnist.npz`` (printed by ``data/make_mnist.py``).
 MNIST_SHA256 = "06af5dfe73b70e3bc1c36439982b18a8d76803db9b544f6fdf838a37fbb01b64"
@@ -135,6 +135,21 @@ def load_mnist(path: str | Path | None = None, *, verify: bool = True) -> Mnist:
     return Mnist(**arrays)
 
 
+#: Float types an image may be scaled into (pixels / 255 need a fraction).
+FLOAT_DTYPES: tuple[str, ...] = ("float16", "float32", "float64")
+
+
+def _float_dtype(dtype) -> type:
+    """``dtype`` (``np.float32``, ``"float64"``...) as its NumPy scalar type, if a float of :data:`FLOAT_DTYPES`."""
+    try:
+        name = np.dtype(dtype).name if not isinstance(dtype, bool) and dtype is not None else None
+    except (TypeError, ValueError):
+        name = None
+    if name not in FLOAT_DTYPES:
+        raise InputError("dtype", dtype, f"a NumPy float type, one of {FLOAT_DTYPES} (e.g. np.float32)")
+    return np.dtype(name).type
+
+
 def mnist_subset(
     n_train: int | None = None, n_test: int | None = None, *, dtype=np.float32, flatten: bool = False
 ) -> Mnist:
@@ -145,6 +160,8 @@ def mnist_subset(
     """
     n_train = Optional(Integer(1, 60000), "all 60,000")("n_train", n_train)
     n_test = Optional(Integer(1, 10000), "all 10,000")("n_test", n_test)
+    dtype = _float_dtype(dtype)
+    flatten = Boolean()("flatten", flatten)
     full = load_mnist()
 
     def prep(x: np.ndarray, n: int | None) -> np.ndarray:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import numbers
 import socket
 from typing import Any, Mapping
 
@@ -98,8 +99,9 @@ def _check_task(task: Any, cluster: dict[str, list[str]]) -> dict:
     task_type, index = task["type"], task["index"]
     if task_type not in TASK_TYPES:
         raise TFConfigError("TF_CONFIG.task.type", task_type, f"one of {TASK_TYPES}")
-    if isinstance(index, bool) or not isinstance(index, int):
-        raise TFConfigError("TF_CONFIG.task.index", index, "an integer")
+    if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+        raise TFConfigError("TF_CONFIG.task.index", index, "an integer (Python or NumPy)")
+    index = int(index)  # np.int64(0) is index 0; the JSON TensorFlow reads needs a Python int
     # TF lets an evaluator run beside the cluster; every other task must be one of its jobs.
     if task_type == "evaluator" and "evaluator" not in cluster:
         if index != 0:

@@ -20,7 +20,15 @@ from distsim.validation.fields import (
     checked,
     rule_of,
 )
-from distsim.validation.jsonfile import MAX_JSON_DEPTH, MAX_PATH_CHARS, checked_path, parse_json, read_json, write_json
+from distsim.validation.jsonfile import (
+    MAX_JSON_DEPTH,
+    MAX_PATH_CHARS,
+    checked_path,
+    output_path,
+    parse_json,
+    read_json,
+    write_json,
+)
 from distsim.validation.network import parse_host_port
 
 __all__ = [
@@ -42,6 +50,7 @@ __all__ = [
     "check_keys",
     "checked_path",
     "checked",
+    "output_path",
     "parse_host_port",
     "parse_json",
     "read_json",

@@ -37,6 +37,21 @@ def checked_path(path: Any, what: str, field: str | None = None) -> Path:
     return Path(path)
 
 
+def output_path(path: Any, what: str, field: str | None = None) -> Path:
+    """``path`` checked as a file to write before any work is done: a path
+    (:func:`checked_path`) that is not a directory, in a folder that exists."""
+    path = checked_path(path, what, field)
+    try:
+        is_dir, folder_ok = path.is_dir(), path.parent.is_dir()
+    except OSError as exc:
+        raise InputError(field or what, _shown(path), f"a usable path for a {what}",
+                         problem=f"cannot use this path ({os.strerror(exc.errno or 0)})") from None
+    if is_dir or not folder_ok:
+        raise InputError(field or what, _shown(path), f"the path of a {what} in an existing folder",
+                         problem="a directory, not a file" if is_dir else f"no folder {_shown(path.parent)}")
+    return path
+
+
 def _shown(path: Path) -> str:
     """``path`` for an error message: a long one keeps its start and its end."""
     text = str(path)
