@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from distsim.results.trace import Trace, as_column, check_columns
-from distsim.validation import (InputError, InstanceOf, Integer, OneOf, Optional, StringMap, Text, check_fields,
+from distsim.validation import (InputError, InstanceOf, Integer, Number, OneOf, Optional, StringMap, Text, check_fields,
                                 check_keys, checked, read_json, write_json)
 
 #: Where a result came from.
@@ -58,6 +58,20 @@ class Summary:
     strong_speedup: float | None = None
     steps_per_epoch: int | None = None
     memory_bytes_per_replica: float | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):  # the numeric fields only: a later field may hold a name
+            value = getattr(self, f.name)
+            if f.name in _SUMMARY_POSITIVE:
+                _SUMMARY_POSITIVE[f.name](f"Summary.{f.name}", value)
+            elif f.name in _SUMMARY_NUMBERS and value is not None:
+                Number()(f"Summary.{f.name}", value)
+
+
+#: Summary fields that every run has (finite, > 0) and those that may be None (else finite numbers).
+_SUMMARY_POSITIVE = {name: Number(0, low_open=True) for name in ("step_time_s", "throughput_samples_per_s")}
+_SUMMARY_NUMBERS = ("speedup", "efficiency", "comm_fraction", "epoch_time_s", "mean_staleness", "strong_speedup",
+                    "steps_per_epoch", "memory_bytes_per_replica")
 
 
 @dataclass

@@ -17,12 +17,14 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from distsim.validation import InputError, OneOf, check_keys, write_json
+from distsim.validation import InputError, Integer, Number, OneOf, check_keys, write_json
 
 #: What a device can be doing. ``idle`` covers waiting for peers or data.
 EVENT_KINDS: tuple[str, ...] = ("input", "compute", "comm", "update", "idle")
 
 _KIND = OneOf(EVENT_KINDS)
+_SECONDS = Number(unit="seconds")
+_STEP = Integer(0)
 
 
 def check_columns(owner: str, columns: dict[str, Any]) -> int:
@@ -77,6 +79,17 @@ class Event:
     end_s: float
     step: int
     label: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("device", "label"):
+            if not isinstance(getattr(self, name), str):
+                raise InputError(f"Event.{name}", getattr(self, name), "a string")
+        _KIND("Event.kind", self.kind)
+        for name in ("start_s", "end_s"):
+            _SECONDS(f"Event.{name}", getattr(self, name))
+        if self.end_s < self.start_s:
+            raise InputError("Event.end_s", self.end_s, f">= start_s={self.start_s!r} (an event ends after it starts)")
+        _STEP("Event.step", self.step)
 
     @property
     def duration_s(self) -> float:

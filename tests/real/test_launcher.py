@@ -198,7 +198,7 @@ def test_bad_tasks_are_rejected(kwargs, message):
 
 
 def test_bad_timeouts_are_rejected_before_anything_starts(tmp_path, no_stray_children):
-    with _refused("timeout_s=0; allowed: a finite number > 0 (seconds)"):
+    with _refused("timeout_s=0; allowed: a finite number >= 0.001 and <= 604800 (seconds)"):
         launch([Task("a", ["true"], ready_pattern=None)], tmp_path, timeout_s=0)
     assert not list(tmp_path.iterdir())  # no log file: nothing was started
     with _refused("ready_timeout_s=nan; allowed: a finite number > 0 (seconds)"):
