@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from distsim.validation import Boolean, InputError, Integer, MissingFileError, Optional
+from distsim.validation import Boolean, InputError, Integer, MissingFileError, Optional, checked_path
 
 #: SHA-256 of the committed ``distsim/datasets/mnist.npz`` (printed by ``data/make_mnist.py``).
 MNIST_SHA256 = "06af5dfe73b70e3bc1c36439982b18a8d76803db9b544f6fdf838a37fbb01b64"
@@ -113,8 +113,12 @@ def load_mnist(path: str | Path | None = None, *, verify: bool = True) -> Mnist:
         DataFileError: wrong checksum, truncated/unreadable archive or
             unexpected arrays.
     """
-    path = Path(path) if path is not None else default_mnist_path()
-    if not path.is_file():
+    path = checked_path(path, "MNIST file") if path is not None else default_mnist_path()
+    try:
+        is_file = path.is_file()
+    except OSError:  # a name too long for the file system
+        is_file = False
+    if not is_file:
         raise MissingFileError("MNIST file", str(path), REGENERATE_HINT, problem=f"no file at {path}")
     if verify:
         actual = file_sha256(path)

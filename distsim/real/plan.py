@@ -108,7 +108,8 @@ class RunPlan:
     model: str = checked(OneOf(tuple(sorted(MODELS))), default="mlp")
     model_kwargs: dict[str, Any] | None = checked(Optional(StringMap(), "the model's defaults (hidden=128 for mlp)"),
                                                   default=None)
-    learning_rate: float = checked(Number(0, 1e6, low_open=True), default=0.1)
+    # At least 1e-12: TensorFlow trains in float32, where 1e-300 is 0 (no training, without a word).
+    learning_rate: float = checked(Number(1e-12, 1e6), default=0.1)
     seed: int = checked(Integer(0, 2**31 - 1), default=0)
     n_train: int | None = checked(Optional(Integer(1, 60_000), "one epoch's worth"), default=None)
     shuffle_buffer: int = checked(Integer(0, 60_000), default=0)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from distsim.results.trace import Trace, as_column, check_columns
+from distsim.scenario import limits
 from distsim.validation import (InputError, InstanceOf, Integer, Number, OneOf, Optional, StringMap, Text, check_fields,
                                 check_keys, checked, read_json, write_json)
 
@@ -62,13 +63,15 @@ class Summary:
     def __post_init__(self) -> None:
         for f in fields(self):  # the numeric fields only: a later field may hold a name
             value = getattr(self, f.name)
+            if isinstance(value, float) and value != value:  # NaN: not measured (e.g. an untimed training run)
+                continue
             if f.name in _SUMMARY_POSITIVE:
                 _SUMMARY_POSITIVE[f.name](f"Summary.{f.name}", value)
             elif f.name in _SUMMARY_NUMBERS and value is not None:
                 Number()(f"Summary.{f.name}", value)
 
 
-#: Summary fields that every run has (finite, > 0) and those that may be None (else finite numbers).
+#: Summary fields that every run has (finite and > 0, or NaN when not measured) and those that may be None.
 _SUMMARY_POSITIVE = {name: Number(0, low_open=True) for name in ("step_time_s", "throughput_samples_per_s")}
 _SUMMARY_NUMBERS = ("speedup", "efficiency", "comm_fraction", "epoch_time_s", "mean_staleness", "strong_speedup",
                     "steps_per_epoch", "memory_bytes_per_replica")
@@ -143,8 +146,8 @@ class Result:
 
     source: str = checked(OneOf(SOURCES))
     strategy: str = checked(Text(200))
-    num_replicas: int = checked(Integer(1))
-    global_batch: int = checked(Integer(1))
+    num_replicas: int = checked(Integer(1, limits.MAX_REPLICAS))
+    global_batch: int = checked(Integer(1, limits.MAX_EXAMPLES))
     summary: Summary = checked(InstanceOf(Summary))
     step_times_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     trace: Trace | None = checked(Optional(InstanceOf(Trace), "not recorded"), default=None)

@@ -135,10 +135,13 @@ class Trace:
     @classmethod
     def from_events(cls, events: Sequence[Event]) -> "Trace":
         """Build a trace from row events (convenient for small traces and real runs)."""
+        if not isinstance(events, (list, tuple)):
+            raise InputError("events", events, "a list of Events")
         devices: dict[str, int] = {}
         labels: dict[str, int] = {}
         for i, e in enumerate(events):
-            _KIND(f"events[{i}].kind", e.kind)
+            if not isinstance(e, Event):
+                raise InputError(f"events[{i}]", e, "an Event (it checks its own fields)")
             devices.setdefault(e.device, len(devices))
             labels.setdefault(e.label, len(labels))
         return cls(
