@@ -360,8 +360,9 @@ ARGUMENTS = [
     *[("mnist_subset", {"n_train": 10, "n_test": 10}, arg, values, arg) for arg, values in (
         ("n_train", OPTIONAL_COUNT), ("n_test", OPTIONAL_COUNT), ("dtype", DTYPE), ("flatten", BOOL))],
     *[("Summary", {"step_time_s": 0.1, "throughput_samples_per_s": 10.0}, arg, values, arg) for arg, values in (
-        # NaN is "not measured" (a training run without a time axis), so it is not among the bad values.
-        ("step_time_s", [v for v in POSITIVE if v == v]), ("throughput_samples_per_s", [v for v in POSITIVE if v == v]),
+        # None and NaN are "not known" (a training run without a time axis, the dashboard's empty table).
+        ("step_time_s", [v for v in POSITIVE if v is not None and v == v]),
+        ("throughput_samples_per_s", [v for v in POSITIVE if v is not None and v == v]),
         ("speedup", ["1", float("inf"), [1], True]), ("epoch_time_s", ["1", -float("inf"), [1]]))],
     *[("Event", {"device": "gpu0", "kind": "compute", "start_s": 0.0, "end_s": 1.0, "step": 0}, arg, values, arg)
       for arg, values in (("device", [None, 3]), ("kind", CHOICE), ("start_s", [None, "0", float("nan"), 2.0]),

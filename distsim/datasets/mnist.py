@@ -150,7 +150,7 @@ def _float_dtype(dtype) -> type:
     except (TypeError, ValueError):
         name = None
     if name not in FLOAT_DTYPES:
-        raise InputError("dtype", dtype, f"a NumPy float type, one of {FLOAT_DTYPES} (e.g. np.float32)")
+        raise InputError("dtype", name or dtype, f"a NumPy float type, one of {FLOAT_DTYPES} (e.g. np.float32)")
     return np.dtype(name).type
 
 

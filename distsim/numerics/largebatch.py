@@ -28,7 +28,7 @@ from distsim.datasets.mnist import mnist_subset
 from distsim.numerics.models import MODELS, make_model
 from distsim.numerics.train import SEED, LEARNING_RATE, LRSchedule, TrainingDiverged, check_dtype, train_sync
 from distsim.scenario import limits
-from distsim.validation import InputError, Integer, Number, OneOf, Optional, Sequence
+from distsim.validation import InputError, Integer, Number, OneOf, Optional
 
 #: Learning-rate recipes compared by :func:`large_batch_experiment`.
 VARIANTS: tuple[str, ...] = ("constant", "linear", "linear_warmup")
@@ -152,8 +152,9 @@ def large_batch_experiment(
     num_train = Optional(Integer(1, 60_000), "all 60,000")("num_train", num_train)
     num_test = Optional(Integer(1, 10_000), "all 10,000")("num_test", num_test)
     seed, dtype = SEED("seed", seed), check_dtype(dtype)
-    Sequence(OneOf(VARIANTS), len(VARIANTS))("variants", variants)
-    Sequence(_COUNT, 1_000)("batch_sizes", batch_sizes)
+    for name, value in (("variants", variants), ("batch_sizes", batch_sizes)):
+        if not isinstance(value, (list, tuple)):
+            raise InputError(name, value, "a list (or tuple)")
     variants = [OneOf(VARIANTS)(f"variants[{i}]", v) for i, v in enumerate(variants)]
     if not variants:
         raise InputError("variants", variants, f"a non-empty selection of {VARIANTS}")

@@ -38,7 +38,7 @@ from distsim.mechanics import sharding
 from distsim.numerics.models import Model
 from distsim.numerics.train import ALGORITHM, FLAG, LEARNING_RATE, REPLICAS, _Replicas, prepare
 from distsim.scenario import limits
-from distsim.validation import InputError, Integer, OneOf, Sequence
+from distsim.validation import InputError, Integer, OneOf
 
 #: Mistake name -> (replica loss reduction, whether regularization is scaled by
 #: 1/N, one-line description).
@@ -161,7 +161,8 @@ def loss_scaling_lab(
     steps = Integer(1, limits.MAX_STEPS)("steps", steps)
     ALGORITHM("algorithm", algorithm)
     shuffle = FLAG("shuffle", shuffle)
-    Sequence(OneOf(tuple(MISTAKES)), len(MISTAKES))("mistakes", mistakes)
+    if not isinstance(mistakes, (list, tuple)):
+        raise InputError("mistakes", mistakes, f"a list of names from {tuple(MISTAKES)}")
     mistakes = [OneOf(tuple(MISTAKES))(f"mistakes[{i}]", m) for i, m in enumerate(mistakes)]
     if not mistakes:
         raise InputError("mistakes", mistakes, f"a non-empty selection of {tuple(MISTAKES)}")

@@ -72,7 +72,7 @@ def check_dtype(dtype) -> type:
     except (TypeError, ValueError):
         name = None
     if name not in DTYPES:
-        raise InputError("dtype", dtype, f"a NumPy float type, one of {DTYPES} (e.g. np.float32)")
+        raise InputError("dtype", name or dtype, "float32 or float64 (a NumPy float type, e.g. np.float32)")
     return np.dtype(name).type
 
 

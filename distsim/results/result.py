@@ -63,15 +63,15 @@ class Summary:
     def __post_init__(self) -> None:
         for f in fields(self):  # the numeric fields only: a later field may hold a name
             value = getattr(self, f.name)
-            if isinstance(value, float) and value != value:  # NaN: not measured (e.g. an untimed training run)
-                continue
+            if value is None or isinstance(value, float) and value != value:  # not known (an untimed training
+                continue  # run, the dashboard's empty table)
             if f.name in _SUMMARY_POSITIVE:
                 _SUMMARY_POSITIVE[f.name](f"Summary.{f.name}", value)
-            elif f.name in _SUMMARY_NUMBERS and value is not None:
+            elif f.name in _SUMMARY_NUMBERS:
                 Number()(f"Summary.{f.name}", value)
 
 
-#: Summary fields that every run has (finite and > 0, or NaN when not measured) and those that may be None.
+#: Summary fields that every measured run has (finite and > 0) and the others (finite); None or NaN: not known.
 _SUMMARY_POSITIVE = {name: Number(0, low_open=True) for name in ("step_time_s", "throughput_samples_per_s")}
 _SUMMARY_NUMBERS = ("speedup", "efficiency", "comm_fraction", "epoch_time_s", "mean_staleness", "strong_speedup",
                     "steps_per_epoch", "memory_bytes_per_replica")
