@@ -667,10 +667,17 @@ def no_real_run(monkeypatch):
 
     def reached(*args, **kwargs):
         raise AssertionError("a bad value reached the real run")
+    import distsim.real.calibrate as calibrate
+    import types
+
     monkeypatch.setattr(experiment, "run", reached)
     monkeypatch.setattr(netlab, "run_point", reached)
     monkeypatch.setattr(netlab, "run", reached)
+    monkeypatch.setattr(calibrate, "calibrate", reached)
     monkeypatch.setattr(real_cli, "die_with_parent", lambda: None)
+    for name in ("runners", "microbench"):  # imported by the commands when they start work (and TensorFlow)
+        monkeypatch.setitem(sys.modules, f"distsim.real.{name}",
+                            types.SimpleNamespace(run_plan=reached, run_spec=reached))
 
 
 NETLAB = ["netlab", "--strategy", "parameter_server", "--rate-mbit", "100"]

@@ -483,11 +483,15 @@ class Training:
         bytes_per_pack: TF2's ``bytes_per_pack`` (0: one pack of every
             tensor), bytes. Only with ``grouping="pack"``.
         fusion_threshold_bytes: Horovod's fusion buffer
-            (``HOROVOD_FUSION_THRESHOLD``; 0 disables fusion), bytes.
-        fusion_cycle_s: Horovod's cycle time (``HOROVOD_CYCLE_TIME``), seconds.
+            (``HOROVOD_FUSION_THRESHOLD``; 0 disables fusion), bytes. Only
+            with ``grouping="fusion"`` (any other grouping ignores it, so
+            it must keep its default).
+        fusion_cycle_s: Horovod's cycle time (``HOROVOD_CYCLE_TIME``),
+            seconds; only with ``grouping="fusion"``, like the buffer.
         compute_distribution: per-device, per-step compute-time factor with
             mean 1: one of :data:`COMPUTE_DISTRIBUTIONS` (stragglers).
-        compute_sigma: lognormal shape of that factor.
+        compute_sigma: lognormal shape of that factor; only with
+            ``compute_distribution="lognormal"`` (the others have no shape).
         backup_workers: aggregate the first N - b replicas, drop b stragglers.
         shard_policy: AutoShardPolicy, one of :data:`SHARD_POLICIES`.
         num_files: files of the dataset (``FILE`` policy).
