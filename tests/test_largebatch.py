@@ -57,7 +57,7 @@ def test_divergence_is_reported_not_hidden():
         (dict(epochs=0), "epochs", "0", "an integer >= 1"),
         (dict(batch_sizes=()), "batch_sizes", "[]", "at least one global batch size"),
         (dict(batch_sizes=(32, 0)), "batch_sizes[1]", "0", "an integer >= 1"),
-        (dict(model_name="vgg"), "model", "'vgg'", "one of ('mlp', 'small_cnn', 'softmax_regression')"),
+        (dict(model_name="vgg"), "model_name", "'vgg'", "one of ('mlp', 'small_cnn', 'softmax_regression')"),
         (dict(warmup_epochs=-1.0), "warmup_epochs", "-1.0", "a finite number >= 0 (epochs)"),
     ],
 )

@@ -74,8 +74,10 @@ def test_trace_columns_are_checked(change, path, value, allowed, problem):
 
 def test_trace_from_events_names_the_bad_event():
     good = Event("gpu0", "compute", 0.0, 1.0, 0)
-    with raises_input("events[1].kind", "'sleep'", f"one of {EVENT_KINDS}"):
-        Trace.from_events([good, Event("gpu0", "sleep", 1.0, 2.0, 0)])
+    with raises_input("Event.kind", "'sleep'", f"one of {EVENT_KINDS}"):  # an Event checks itself
+        Event("gpu0", "sleep", 1.0, 2.0, 0)
+    with raises_input("events[1]", "'sleep'", "an Event"):
+        Trace.from_events([good, "sleep"])
 
 
 def test_curve_and_staleness_columns_have_one_length():

@@ -45,7 +45,7 @@ def test_workload_without_numpy_model_is_rejected():
     with raises_input("workload.name", "'resnet50_224'", "a workload with a NumPy model, one of "
                       "('mnist_mlp', 'mnist_small_cnn', 'mnist_softmax'), or pass model= explicitly"):
         model_for(scn)
-    with raises_input("scenario", "'mnist_mlp'", "a distsim.scenario.Scenario"):
+    with raises_input("scenario", "'mnist_mlp'", "a distsim.Scenario"):
         model_for("mnist_mlp")
 
 

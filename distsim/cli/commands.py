@@ -15,7 +15,7 @@ import platform
 import sys
 
 from distsim import __version__
-from distsim.validation import InputError
+from distsim.validation import InputError, output_path
 from distsim.datasets.mnist import MNIST_SHA256, REGENERATE_HINT, default_mnist_path, file_sha256, tfds_data_dir
 
 #: Packages whose versions ``info`` reports (distribution names).
@@ -113,9 +113,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from distsim.engines.prediction import predict
     from distsim.scenario import Scenario
 
+    trace = None if args.trace is None else output_path(args.trace, "trace file", "--trace")  # before the work
     result = predict(Scenario.load(args.scenario))
-    if args.trace:
-        result.trace.save_chrome_trace(args.trace)
+    if trace is not None:
+        result.trace.save_chrome_trace(trace)
     if args.json:
         out = {
             "scenario": result.scenario.name,
@@ -135,19 +136,52 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _parse_value(text: str):
+    """A ``--set`` value as JSON would read it: an integer, a number, true,
+    false, null, or else the text itself (a preset name, a choice)."""
     for cast in (int, float):
         try:
             return cast(text)
-        except ValueError:
+        except ValueError:  # not a number, or an integer of more than 4,300 digits (the rule then refuses it)
             pass
     return {"true": True, "false": False, "null": None}.get(text.lower(), text)
 
 
 def _int_list(option: str, text: str) -> list[int]:
+    allowed = "a comma-separated list of integers, e.g. 1,2,4,8"
+    if len(text) > 10_000:
+        raise InputError(option, text, allowed + " (at most 10,000 characters)")
     try:
         return [int(v) for v in text.split(",")]
     except ValueError:
-        raise InputError(option, text, "a comma-separated list of integers, e.g. 1,2,4,8") from None
+        raise InputError(option, text, allowed) from None
+
+
+#: Options of ``sweep`` that set a grid field, and the field.
+_OPTION_FIELDS = {"--workers": "cluster.num_workers", "--devices": "cluster.devices_per_worker"}
+
+
+def _grid(args: argparse.Namespace, scenario) -> dict[str, list]:
+    """The sweep's grid from ``--workers``, ``--devices`` and every ``--set``;
+    a field given twice is refused, never silently overwritten."""
+    over: dict[str, list] = {}
+    given = {"--workers": args.workers, "--devices": args.devices}
+    for option, text in given.items():
+        if text is not None:
+            over[_OPTION_FIELDS[option]] = _int_list(option, text)
+    if args.devices is None and args.workers is None:
+        default = "1,2,4,8" if scenario.cluster.num_workers == 1 else str(scenario.cluster.devices_per_worker)
+        over["cluster.devices_per_worker"] = _int_list("--devices", default)
+    options = {field: option for option, field in _OPTION_FIELDS.items() if given[option] is not None}
+    for item in args.set or []:
+        path, sep, values = item.partition("=")
+        if not sep or not path or not values:
+            raise InputError("--set", item, "PATH=V1,V2,... e.g. training.global_batch=64,256")
+        if path in over:
+            earlier = options.get(path, f"an earlier --set {path}=...")
+            raise InputError("--set", item, f"a field not given already ({path} is set by {earlier}; give its "
+                             "values once)")
+        over[path] = [_parse_value(v) for v in values.split(",")]
+    return over
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -155,18 +189,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from distsim.scenario import Scenario
 
     scenario = Scenario.load(args.scenario)
-    over: dict[str, list] = {}
-    if args.workers:
-        over["cluster.num_workers"] = _int_list("--workers", args.workers)
-    if args.devices or not args.workers:
-        default = "1,2,4,8" if scenario.cluster.num_workers == 1 else str(scenario.cluster.devices_per_worker)
-        over["cluster.devices_per_worker"] = _int_list("--devices", args.devices or default)
-    for item in args.set or []:
-        path, sep, values = item.partition("=")
-        if not sep or not values:
-            raise InputError("--set", item, "PATH=V1,V2,... e.g. training.global_batch=64,256")
-        over[path] = [_parse_value(v) for v in values.split(",")]
-    table = sweep(scenario, over)
+    table = sweep(scenario, _grid(args, scenario))
     if args.json:
         print(json.dumps(table.to_dict(), indent=1, sort_keys=True))
     else:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from distsim.validation import InputError, Integer, MissingFileError, Optional
+from distsim.validation import Boolean, InputError, Integer, MissingFileError, Optional, checked_path
 
 #: SHA-256 of the committed ``distsim/datasets/mnist.npz`` (printed by ``data/make_mnist.py``).
 MNIST_SHA256 = "06af5dfe73b70e3bc1c36439982b18a8d76803db9b544f6fdf838a37fbb01b64"
@@ -113,8 +113,12 @@ def load_mnist(path: str | Path | None = None, *, verify: bool = True) -> Mnist:
         DataFileError: wrong checksum, truncated/unreadable archive or
             unexpected arrays.
     """
-    path = Path(path) if path is not None else default_mnist_path()
-    if not path.is_file():
+    path = checked_path(path, "MNIST file") if path is not None else default_mnist_path()
+    try:
+        is_file = path.is_file()
+    except OSError:  # a name too long for the file system
+        is_file = False
+    if not is_file:
         raise MissingFileError("MNIST file", str(path), REGENERATE_HINT, problem=f"no file at {path}")
     if verify:
         actual = file_sha256(path)
@@ -135,6 +139,21 @@ def load_mnist(path: str | Path | None = None, *, verify: bool = True) -> Mnist:
     return Mnist(**arrays)
 
 
+#: Float types an image may be scaled into (pixels / 255 need a fraction).
+FLOAT_DTYPES: tuple[str, ...] = ("float16", "float32", "float64")
+
+
+def _float_dtype(dtype) -> type:
+    """``dtype`` (``np.float32``, ``"float64"``...) as its NumPy scalar type, if a float of :data:`FLOAT_DTYPES`."""
+    try:
+        name = np.dtype(dtype).name if not isinstance(dtype, bool) and dtype is not None else None
+    except (TypeError, ValueError):
+        name = None
+    if name not in FLOAT_DTYPES:
+        raise InputError("dtype", name or dtype, f"a NumPy float type, one of {FLOAT_DTYPES} (e.g. np.float32)")
+    return np.dtype(name).type
+
+
 def mnist_subset(
     n_train: int | None = None, n_test: int | None = None, *, dtype=np.float32, flatten: bool = False
 ) -> Mnist:
@@ -145,6 +164,8 @@ def mnist_subset(
     """
     n_train = Optional(Integer(1, 60000), "all 60,000")("n_train", n_train)
     n_test = Optional(Integer(1, 10000), "all 10,000")("n_test", n_test)
+    dtype = _float_dtype(dtype)
+    flatten = Boolean()("flatten", flatten)
     full = load_mnist()
 
     def prep(x: np.ndarray, n: int | None) -> np.ndarray:

@@ -38,7 +38,7 @@ from distsim.engines import asyncps, bottleneck, steady, timeline
 from distsim.mechanics import memory
 from distsim.mechanics.communication import link_Bps
 from distsim.results.result import Result, Summary
-from distsim.scenario import Scenario
+from distsim.scenario import Scenario, require_scenario
 from distsim.scenario.presets import load_preset
 from distsim.mechanics.strategies import StrategyPlan, plan
 from distsim.results.trace import EVENT_KINDS, Trace
@@ -46,7 +46,7 @@ from distsim.validation import InputError
 
 def predict(scenario: Scenario) -> Result:
     """Predict one scenario: timeline (or async simulation) and summary."""
-    plan_ = plan(scenario)
+    plan_ = plan(require_scenario(scenario))
     if plan_.mode == "async":
         return _predict_async(scenario, plan_)
     return _predict_sync(scenario, plan_)
@@ -349,7 +349,7 @@ def rhythm_range_s(scenario: Scenario) -> tuple[float, float]:
     between them; real runs fall anywhere in between, and a little below
     turns where the model's per-transfer costs run high (``data/measurements/README.md``).
     """
-    plan_ = plan(scenario)
+    plan_ = plan(require_scenario(scenario))
     if plan_.mode != "async":
         raise InputError("strategy.mode", plan_.mode, "an asynchronous parameter-server scenario (mode='async')")
     costs = _scenario_costs(scenario, plan_)

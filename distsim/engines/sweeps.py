@@ -30,7 +30,7 @@ from distsim.engines import steady
 from distsim.engines.prediction import async_costs
 from distsim.mechanics import memory
 from distsim.mechanics.strategies import plan
-from distsim.scenario import Scenario, limits, rules
+from distsim.scenario import Scenario, limits, require_scenario, rules
 from distsim.scenario.paths import rule_at
 from distsim.validation import InputError
 
@@ -116,7 +116,7 @@ def sweep(scenario: Scenario, over: Mapping[str, Any]) -> SweepTable:
             a grid row that breaks a cross-field rule, or more rows than
             :data:`~distsim.scenario.limits.MAX_SWEEP_ROWS`.
     """
-    keys, values = _checked_grid(scenario, over)
+    keys, values = _checked_grid(require_scenario(scenario), over)
     numeric = [k for k in keys if k in steady.MODEL_FIELDS and k not in _GROUP_FIELDS and _all_numbers(values[k])]
     structural = [k for k in keys if k not in numeric]
     for k in numeric:

@@ -35,8 +35,10 @@ from distsim.engines import asyncps
 from distsim.mechanics import sharding, stragglers
 from distsim.numerics.models import Model
 from distsim.results.result import Curve, Result, Staleness, Summary
+from distsim.scenario import limits
 from distsim.validation import InputError, InstanceOf, Integer, Number, OneOf, Optional
 from distsim.numerics.train import (
+    FLAG,
     REPLICAS,
     LRSchedule,
     TrainingDiverged,
@@ -52,7 +54,7 @@ from distsim.numerics.train import (
 #: What the PS does with an update staler than ``max_staleness``.
 BOUND_POLICIES: tuple[str, ...] = ("drop",)
 
-_COUNT = Integer(1)
+_COUNT = Integer(1, limits.MAX_EXAMPLES)
 _EVAL_EVERY = Optional(_COUNT, "every twentieth of the run")
 
 
@@ -177,7 +179,8 @@ def train_async(
     num_workers = _COUNT("num_workers", num_workers)
     batch_size = _COUNT("batch_size", batch_size)
     num_updates = _COUNT("num_updates", num_updates)
-    max_staleness = Optional(Integer(0), "no bound")("max_staleness", max_staleness)
+    max_staleness = Optional(Integer(0, limits.MAX_EXAMPLES), "no bound")("max_staleness", max_staleness)
+    staleness_aware, shuffle = FLAG("staleness_aware", staleness_aware), FLAG("shuffle", shuffle)
     OneOf(BOUND_POLICIES)("bound_policy", bound_policy)
     eval_every = _EVAL_EVERY("eval_every", eval_every)
     Optional(InstanceOf(asyncps.UpdateLog, "an UpdateLog"), "simulate one")("log", log)
@@ -327,6 +330,7 @@ def train_backup_sync(
     compute_mean_s = Number(0, low_open=True, unit="seconds")("compute_mean_s", compute_mean_s)
     comm_s = Number(0, unit="seconds")("comm_s", comm_s)
     eval_every = _EVAL_EVERY("eval_every", eval_every)
+    shuffle = FLAG("shuffle", shuffle)
     k = num_workers - num_backup
     weights, x, y, evals = prepare(model, x, y, initial_weights, seed, dtype, eval_data)
     dtype = weights[0].dtype.type

@@ -25,16 +25,17 @@ import numpy as np
 
 from distsim.mechanics import sharding
 from distsim.datasets.mnist import mnist_subset
-from distsim.numerics.models import make_model
-from distsim.numerics.train import LEARNING_RATE, LRSchedule, TrainingDiverged, train_sync
-from distsim.validation import InputError, Integer, Number, OneOf
+from distsim.numerics.models import MODELS, make_model
+from distsim.numerics.train import SEED, LEARNING_RATE, LRSchedule, TrainingDiverged, check_dtype, train_sync
+from distsim.scenario import limits
+from distsim.validation import InputError, Integer, Number, OneOf, Optional
 
 #: Learning-rate recipes compared by :func:`large_batch_experiment`.
 VARIANTS: tuple[str, ...] = ("constant", "linear", "linear_warmup")
 
 DEFAULT_BATCHES: tuple[int, ...] = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
-_COUNT = Integer(1)
+_COUNT = Integer(1, limits.MAX_EXAMPLES)
 
 
 def goyal_schedule(
@@ -146,6 +147,14 @@ def large_batch_experiment(
     """
     epochs = _COUNT("epochs", epochs)
     LEARNING_RATE("base_lr", base_lr)
+    OneOf(tuple(sorted(MODELS)))("model_name", model_name)
+    base_batch = _COUNT("base_batch", base_batch)
+    num_train = Optional(Integer(1, 60_000), "all 60,000")("num_train", num_train)
+    num_test = Optional(Integer(1, 10_000), "all 10,000")("num_test", num_test)
+    seed, dtype = SEED("seed", seed), check_dtype(dtype)
+    for name, value in (("variants", variants), ("batch_sizes", batch_sizes)):
+        if not isinstance(value, (list, tuple)):
+            raise InputError(name, value, "a list (or tuple)")
     variants = [OneOf(VARIANTS)(f"variants[{i}]", v) for i, v in enumerate(variants)]
     if not variants:
         raise InputError("variants", variants, f"a non-empty selection of {VARIANTS}")

@@ -36,7 +36,8 @@ import numpy as np
 
 from distsim.mechanics import sharding
 from distsim.numerics.models import Model
-from distsim.numerics.train import LEARNING_RATE, REPLICAS, _Replicas, prepare
+from distsim.numerics.train import ALGORITHM, FLAG, LEARNING_RATE, REPLICAS, _Replicas, prepare
+from distsim.scenario import limits
 from distsim.validation import InputError, Integer, OneOf
 
 #: Mistake name -> (replica loss reduction, whether regularization is scaled by
@@ -156,8 +157,12 @@ def loss_scaling_lab(
     """
     lr = LEARNING_RATE("learning_rate", learning_rate)
     num_replicas = REPLICAS("num_replicas", num_replicas)
-    global_batch = Integer(1)("global_batch", global_batch)
-    steps = Integer(1)("steps", steps)
+    global_batch = Integer(1, limits.MAX_EXAMPLES)("global_batch", global_batch)
+    steps = Integer(1, limits.MAX_STEPS)("steps", steps)
+    ALGORITHM("algorithm", algorithm)
+    shuffle = FLAG("shuffle", shuffle)
+    if not isinstance(mistakes, (list, tuple)):
+        raise InputError("mistakes", mistakes, f"a list of names from {tuple(MISTAKES)}")
     mistakes = [OneOf(tuple(MISTAKES))(f"mistakes[{i}]", m) for i, m in enumerate(mistakes)]
     if not mistakes:
         raise InputError("mistakes", mistakes, f"a non-empty selection of {tuple(MISTAKES)}")

@@ -36,7 +36,7 @@ from distsim.validation import InputError, Integer, Number, OneOf
 #: Floating dtypes the models compute in.
 FLOAT_DTYPES = (np.float32, np.float64)
 
-_SIZE = Integer(1)
+_SIZE = Integer(1, 65_536)  # a layer or image side; larger would not fit in memory as float32 weights
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from distsim.numerics.asynctrain import AsyncRun, train_async
 from distsim.datasets.mnist import mnist_subset
 from distsim.numerics.models import Model, make_model
 from distsim.engines.prediction import predict, simulate_updates
-from distsim.scenario import Scenario
+from distsim.scenario import Scenario, require_scenario
 from distsim.numerics.train import LRSchedule, TrainRun, train_sync
-from distsim.validation import InputError, InstanceOf
+from distsim.validation import InputError
 
 #: Workload presets that have a NumPy twin in :mod:`distsim.numerics.models`.
 WORKLOAD_MODELS: dict[str, str] = {
@@ -34,12 +34,9 @@ WORKLOAD_MODELS: dict[str, str] = {
     "mnist_small_cnn": "small_cnn",
 }
 
-_SCENARIO = InstanceOf(Scenario, "a distsim.scenario.Scenario")
-
-
 def model_for(scenario: Scenario) -> Model:
     """The :mod:`distsim.numerics.models` model of the scenario's workload."""
-    name = _SCENARIO("scenario", scenario).workload.name
+    name = require_scenario(scenario).workload.name
     if name not in WORKLOAD_MODELS:
         raise InputError("workload.name", name, f"a workload with a NumPy model, one of {tuple(sorted(WORKLOAD_MODELS))}, "
                          "or pass model= explicitly")
@@ -78,7 +75,7 @@ def train_scenario(
         InputError: a workload without a NumPy model, or backup workers
             (use :func:`distsim.numerics.asynctrain.train_backup_sync`).
     """
-    _SCENARIO("scenario", scenario)
+    require_scenario(scenario)
     model = model if model is not None else model_for(scenario)
     if data is None:
         data = mnist_subset(min(scenario.workload.num_examples, 60000), 10000, dtype=dtype)

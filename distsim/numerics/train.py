@@ -39,8 +39,9 @@ from distsim.mechanics import collectives, sharding
 from distsim.numerics.models import Model
 from distsim.mechanics.reduceplan import ReducePlan, compile_schedule
 from distsim.results.result import Curve, Result, Summary
-from distsim.scenario import limits
-from distsim.validation import InputError, InstanceOf, Integer, Number, OneOf, Optional, check_fields, checked
+from distsim.scenario import ALGORITHMS, limits
+from distsim.validation import (Boolean, InputError, InstanceOf, Integer, Number, OneOf, Optional, Text, check_fields,
+                                checked)
 
 #: How each replica turns its per-example losses into the loss it differentiates.
 #: ``"global_batch"`` is the correct one (sum / global batch size); the others
@@ -54,8 +55,25 @@ EVAL_CHUNK = 1000
 LEARNING_RATE = Number(0, low_open=True)
 #: Replicas trained at once: the scenario's bound (one collective schedule over them).
 REPLICAS = Integer(1, limits.MAX_SCHEDULE_RANKS)
-_COUNT = Integer(1)
+_COUNT = Integer(1, limits.MAX_EXAMPLES)
 _MODEL = InstanceOf(Model, "a distsim.numerics.models Model, e.g. make_model('mlp')")
+#: Seeds of every random draw (as ``Training.seed``).
+SEED = Integer(0, 2**63 - 1)
+#: Float types the numerics train in.
+DTYPES: tuple[str, ...] = ("float32", "float64")
+FLAG = Boolean()
+ALGORITHM = OneOf(ALGORITHMS)
+
+
+def check_dtype(dtype) -> type:
+    """``dtype`` (``np.float32``, ``"float64"``...) as its NumPy scalar type, if one of :data:`DTYPES`."""
+    try:
+        name = None if dtype is None or isinstance(dtype, bool) else np.dtype(dtype).name
+    except (TypeError, ValueError):
+        name = None
+    if name not in DTYPES:
+        raise InputError("dtype", name or dtype, "float32 or float64 (a NumPy float type, e.g. np.float32)")
+    return np.dtype(name).type
 
 
 class TrainingDiverged(RuntimeError):
@@ -311,6 +329,7 @@ def prepare(model: Model, x, y, initial_weights, seed: int, dtype, eval_data=Non
     Returns ``(weights, x, y, evals)``.
     """
     _MODEL("model", model)
+    seed, dtype = SEED("seed", seed), check_dtype(dtype)
     weights = model.import_weights(initial_weights, dtype) if initial_weights is not None else model.init(seed, dtype)
     dtype = weights[0].dtype.type
     x, y = check_dataset(model, x, y, dtype)
@@ -449,6 +468,9 @@ def train_sync(
     max_steps = Optional(_COUNT, "all epochs")("max_steps", max_steps)
     eval_every = Optional(_COUNT, "once per epoch")("eval_every", eval_every)
     step_time_s = Optional(Number(0, low_open=True, unit="seconds"), "no time axis")("step_time_s", step_time_s)
+    ALGORITHM("algorithm", algorithm)
+    drop_remainder, shuffle = FLAG("drop_remainder", drop_remainder), FLAG("shuffle", shuffle)
+    strategy = Optional(Text(200), "from the replica and worker counts")("strategy", strategy)
     weights, x, y, evals = prepare(model, x, y, initial_weights, seed, dtype, eval_data)
     dtype = weights[0].dtype.type
     steps = sharding.step_assignments(

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from distsim.cli import OneLineParser, run_command
+from distsim.validation import Integer, Number, checked_path, output_path, read_json, write_json
 from distsim.real.protocol import EXIT_NO_TPU, PARENT_PID_ENV, PROGRESS_PREFIX, NoTPUError
 
 _PR_SET_PDEATHSIG = 1
@@ -81,8 +82,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     die_with_parent()
     from distsim.real.tfconfig import validate_tf_config
 
+    every_s = Number(0, 3_600, unit="seconds")("--progress-every-s", args.progress_every_s)
+    out = None if args.out is None else output_path(args.out, "result file", "--out")
     plan, scenario = _load_plan(args)
-    tf_config = validate_tf_config(args.tf_config) if args.tf_config else None
+    tf_config = validate_tf_config(args.tf_config) if args.tf_config is not None else None
     if tf_config is None and os.environ.get("TF_CONFIG"):
         tf_config = validate_tf_config(os.environ["TF_CONFIG"])
     if plan.strategy == "parameter_server" and tf_config:
@@ -101,7 +104,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         result = run_plan(
             plan,
             tf_config=tf_config,
-            on_progress=_ProgressPrinter(plan.steps_per_epoch, args.progress_every_s),
+            on_progress=_ProgressPrinter(plan.steps_per_epoch, every_s),
             backup_dir=args.backup_dir,
             model_dir=args.model_dir,
         )
@@ -109,8 +112,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         print(str(exc), flush=True)
         return EXIT_NO_TPU
     result.scenario = scenario
-    if args.out:
-        result.save(args.out)
+    if out is not None:
+        result.save(out)
     s = result.summary
     print(
         f"distsim-result {plan.label}: {s.step_time_s * 1e3:.2f} ms/step, "
@@ -124,6 +127,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from distsim.real.experiment import run
     from distsim.real.plan import RunPlan
 
+    timeout_s = _TIMEOUT("--timeout", args.timeout)
+    out = None if args.out is None else output_path(args.out, "result file", "--out")
     plan = RunPlan(
         strategy=args.strategy,
         num_workers=args.workers,
@@ -135,9 +140,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         seed=args.seed,
         ps_loop=args.ps_loop,
     )
-    result = run(plan, timeout_s=args.timeout, progress=True)
-    if args.out:
-        result.save(args.out)
+    result = run(plan, timeout_s=timeout_s, progress=True)
+    if out is not None:
+        result.save(out)
     s = result.summary
     print(json.dumps({"plan": plan.label, "step_time_ms": s.step_time_s * 1e3,
                       "throughput_samples_per_s": s.throughput_samples_per_s,
@@ -150,16 +155,14 @@ def cmd_microbench(args: argparse.Namespace) -> int:
     die_with_parent()
     from distsim.real.tfconfig import validate_tf_config
 
-    try:
-        spec = json.loads(args.spec.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no micro-benchmark spec at {args.spec}") from None
-    tf_config = validate_tf_config(args.tf_config) if args.tf_config else None
+    out = None if args.out is None else output_path(args.out, "measurements file", "--out")
+    spec = read_json(args.spec, "micro-benchmark spec")
+    tf_config = validate_tf_config(args.tf_config) if args.tf_config is not None else None
     from distsim.real.microbench import run_spec
 
-    out = run_spec(spec, tf_config)
-    if args.out:
-        args.out.write_text(json.dumps(out, indent=1))
+    measured = run_spec(spec, tf_config)
+    if out is not None:
+        write_json(out, measured, what="measurements file")
     print("distsim-microbench done", flush=True)
     return 0
 
@@ -167,8 +170,10 @@ def cmd_microbench(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from distsim.real.calibrate import calibrate
 
-    cal = calibrate(workload=args.workload, repeats=args.repeats, out=args.out, preset_dir=args.preset_dir,
-                    progress=True)
+    repeats = Integer(1, 100)("--repeats", args.repeats)
+    out = None if args.out is None else output_path(args.out, "calibration file", "--out")
+    preset_dir = None if args.preset_dir is None else checked_path(args.preset_dir, "preset folder", "--preset-dir")
+    cal = calibrate(workload=args.workload, repeats=repeats, out=out, preset_dir=preset_dir, progress=True)
     print(json.dumps(cal.to_dict(), indent=1))
     return 0
 
@@ -177,17 +182,19 @@ def cmd_netlab(args: argparse.Namespace) -> int:
     import warnings
 
     from distsim.real.experiment import EmulationUnavailable
-    from distsim.real.netlab import lab_hardware, lab_scenario, run_point
+    from distsim.real.netlab import RATE_MBIT, lab_hardware, lab_scenario, run_point
+    from distsim.scenario import limits
     from distsim.real.network import congestion_control_rule, emulation_from_scenario
     from distsim.real.plan import WORKLOAD_MODELS
-    from distsim.validation import Integer, Number, OneOf, Optional
+    from distsim.validation import OneOf, Optional
 
     workload = OneOf(tuple(sorted(WORKLOAD_MODELS)))("--workload", args.workload)
     workers = Integer(1, 16)("--workers", args.workers)
-    rate = Number(0, 100_000, low_open=True, unit="Mbit/s")("--rate-mbit", args.rate_mbit)
+    rate = RATE_MBIT("--rate-mbit", args.rate_mbit)  # before any host is built
     steps = Integer(3, 10_000)("--steps", args.steps)
-    straggler = Optional(Number(0, low_open=True, unit="cores"), "no straggler")("--straggler-cores",
-                                                                               args.straggler_cores)
+    straggler = Optional(Number(limits.MIN_CORES, limits.MAX_CORES, unit="cores"), "no straggler")(
+        "--straggler-cores", args.straggler_cores)
+    timeout_s = _TIMEOUT("--timeout", args.timeout)
     congestion = congestion_control_rule()("--congestion-control", args.congestion_control)
     hardware = lab_hardware()
     if not hardware.calibrated:
@@ -198,7 +205,7 @@ def cmd_netlab(args: argparse.Namespace) -> int:
     emulation = emulation_from_scenario(scenario, args.network, congestion)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", EmulationUnavailable)
-        point = run_point(scenario, emulation=emulation, timeout_s=args.timeout, progress=not args.json)
+        point = run_point(scenario, emulation=emulation, timeout_s=timeout_s, progress=not args.json)
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     out = point.to_dict() | {"calibrated": hardware.calibrated,
@@ -211,6 +218,10 @@ def cmd_netlab(args: argparse.Namespace) -> int:
         if out["caveat"]:
             print(f"caveat: {out['caveat']}")
     return 0
+
+
+#: ``--timeout``: seconds before a launched experiment is killed (a week at most).
+_TIMEOUT = Number(1, 7 * 86_400, unit="seconds")
 
 
 def cmd_tpu(args: argparse.Namespace) -> int:

@@ -30,7 +30,7 @@ from typing import Callable, Mapping, Sequence
 
 from distsim.real.protocol import PARENT_PID_ENV
 from distsim.validation import (Boolean, InputError, InstanceOf, Integer, Number, Optional, StringMap, Text,
-                                check_fields, checked)
+                                check_fields, checked, checked_path)
 
 #: What TensorFlow logs when a ``tf.distribute.Server`` is up.
 SERVER_STARTED = r"Started server with target: grpc://"
@@ -49,7 +49,7 @@ KILL_REAP_S = 10.0
 #: How often the launcher looks at the logs and processes, in seconds.
 POLL_S = 0.05
 
-_TIMEOUT = Number(0, low_open=True, unit="seconds")
+_TIMEOUT = Number(1e-3, 7 * 86_400, unit="seconds")
 
 
 @dataclass
@@ -77,7 +77,7 @@ class Task:
     argv: list[str]
     env: dict[str, str] = checked(StringMap(), default_factory=dict)
     ready_pattern: str | None = checked(Optional(Text(), "ready as soon as it starts"), default=SERVER_STARTED)
-    ready_count: int = checked(Integer(1), default=1)
+    ready_count: int = checked(Integer(1, 10_000), default=1)
     must_exit: bool = checked(Boolean(), default=True)
     stop_signal: int = checked(Integer(1, signal.NSIG - 1, "a signal number"), default=signal.SIGTERM)
 
@@ -85,9 +85,14 @@ class Task:
         check_fields(self, "Task")
         if not self.name.strip() or "/" in self.name or self.name in (".", ".."):
             raise InputError("Task.name", self.name, "a name without '/' (it is also its log file's name)")
-        if not isinstance(self.argv, list) or not self.argv or not all(isinstance(a, str) for a in self.argv):
-            raise InputError("Task.argv", self.argv, "a non-empty list of strings (the command line)")
+        if not isinstance(self.argv, list) or not self.argv or not all(isinstance(a, str) and "\0" not in a
+                                                                        for a in self.argv):
+            raise InputError("Task.argv", self.argv, "a non-empty list of strings without NUL (the command line)")
         for key, value in self.env.items():
+            if not key or "=" in key or "\0" in key:
+                raise InputError(f"Task.env.{key}", value, "a variable name that is not empty and has no '=' or NUL")
+            if isinstance(value, str) and "\0" in value:
+                raise InputError(f"Task.env.{key}", value, "a string without NUL")
             Text()(f"Task.env.{key}", value)
         if self.ready_pattern is not None:
             try:
@@ -267,6 +272,8 @@ class Launch(TornDown):
     """
 
     def __init__(self, tasks: Sequence[Task], log_dir: str | Path, *, watchers: Sequence[Watcher] = ()) -> None:
+        if not isinstance(tasks, (list, tuple)):
+            raise InputError("tasks", tasks, "a list of Tasks")
         tasks = [InstanceOf(Task, "a Task")(f"tasks[{i}]", t) for i, t in enumerate(tasks)]
         if not tasks:
             raise InputError("tasks", tasks, "at least one Task")
@@ -277,7 +284,7 @@ class Launch(TornDown):
         if not any(t.must_exit for t in tasks):
             raise InputError("tasks", names, "at least one task with must_exit=True (else the launch never finishes)")
         self.tasks = tasks
-        self.log_dir = Path(log_dir)
+        self.log_dir = checked_path(log_dir, "log folder", "log_dir")
         self.watchers = list(watchers)
         self._running: list[_Running] = []
         self._t0 = 0.0

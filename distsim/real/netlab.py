@@ -22,7 +22,8 @@ from distsim.real.calibrate import DEVICE_PRESET, INTER_LINK_PRESET, INTRA_LINK_
 from distsim.real.experiment import run
 from distsim.results.result import Result
 from distsim.scenario import Link, Scenario, load_preset, make_scenario, preset_names
-from distsim.validation import Integer
+from distsim.real.network import HTB_MIN_RATE_BPS
+from distsim.validation import Integer, Number, Optional
 
 #: Payload bytes per byte on the wire of an emulated NIC. A 1500-byte MTU
 #: frame is 1514 bytes at the qdisc (14 Ethernet + 20 IPv4 + 32 TCP with the
@@ -77,6 +78,11 @@ def lab_hardware() -> LabHardware:
     if DEVICE_PRESET in preset_names("device") and INTER_LINK_PRESET in preset_names("link"):
         return LabHardware(DEVICE_PRESET, INTRA_LINK_PRESET, INTER_LINK_PRESET, calibrated=True)
     return LabHardware(**UNCALIBRATED, calibrated=False)
+
+
+#: A lab NIC's rate, Mbit/s: at least what htb can shape (8 bit/s,
+#: :data:`~distsim.real.network.HTB_MIN_RATE_BPS`), at most 100 Gbit/s.
+RATE_MBIT = Number(HTB_MIN_RATE_BPS * 8 / 1e6, 100_000, unit="Mbit/s; htb shapes 8 bit/s at the least")
 
 
 def nic_link(rate_Bps: float, base: Link) -> Link:
@@ -148,6 +154,7 @@ def lab_scenario(
         seed: the scenario's seed.
     """
     num_workers = Integer(1)("num_workers", num_workers)  # before it divides the cores
+    rate_mbit = Optional(RATE_MBIT, "unshaped")("rate_mbit", rate_mbit)  # before any host is built
     hardware = hardware or lab_hardware()
     values, sources = load_preset("link", hardware.inter_link)
     # Every lab task has its own process and socket pairs, so even unshaped a PS sends while it receives.

@@ -175,6 +175,14 @@ def machine_congestion_control() -> str:
         return "unknown"
 
 
+#: htb's slowest rate, bytes/s. ``tc`` hands the kernel a class rate in whole
+#: bytes per second (``struct tc_ratespec.rate``, include/uapi/linux/pkt_sched.h),
+#: and ``htb_change_class`` (net/sched/sch_htb.c) refuses a rate of 0
+#: (``if (!hopt->rate.rate || !hopt->ceil.rate) goto failure``). Tried here:
+#: ``tc class add ... htb rate 7bit`` fails ("rate" is required), ``8bit`` is set.
+HTB_MIN_RATE_BPS = 1.0
+
+
 def wire_rate_arg(rate_Bps: float) -> str:
     """``tc``'s rate argument for ``rate_Bps`` bytes/s: whole bits per second."""
     return f"{int(round(rate_Bps * 8))}bit"
@@ -229,7 +237,8 @@ class Hosts(TornDown):
                  cpu_quota_cores: dict[int, float] | None = None, namespaces: bool = True,
                  congestion_control: str | None = None) -> None:
         num_hosts = Integer(1, MAX_HOSTS)("num_hosts", num_hosts)
-        rate_Bps = Optional(Number(0, low_open=True, unit="bytes/s"), "no rate limit")("rate_Bps", rate_Bps)
+        rate_Bps = Optional(Number(HTB_MIN_RATE_BPS, unit="bytes/s, the least htb shapes"),
+                            "no rate limit")("rate_Bps", rate_Bps)
         if rate_Bps is not None and not namespaces:
             raise InputError("rate_Bps", rate_Bps, "None without namespaces (a rate is set on each host's own interface)")
         congestion_control = congestion_control_rule()("congestion_control", congestion_control)

@@ -28,7 +28,7 @@ from distsim.validation import (
     read_json,
     write_json,
 )
-from distsim.numerics.models import MODELS
+from distsim.numerics.models import MODELS, make_model
 from distsim.scenario import PS_CLUSTERS, STRATEGIES
 from distsim.scenario.rules import check_replica_layout
 
@@ -41,6 +41,10 @@ CROSS_DEVICE_OPS: tuple[str, ...] = ("auto", "reduction_to_one_device", "hierarc
 
 #: Auto-shard policies the runner supports (FILE needs a dataset in files).
 SHARD_POLICIES: tuple[str, ...] = ("DATA", "OFF")
+
+#: Sizes of each model that a plan may set (the training scripts take ``hidden``, ``filters`` and ``l2``).
+MODEL_SIZES: dict[str, tuple[str, ...]] = {"mlp": ("hidden", "l2"), "small_cnn": ("filters", "l2"),
+                                           "softmax_regression": ("l2",)}
 
 #: How ParameterServerStrategy is driven.
 PS_LOOPS: tuple[str, ...] = ("fit", "custom")
@@ -67,7 +71,10 @@ class RunPlan:
             per epoch.
         epochs: epochs.
         model: a :data:`distsim.numerics.models.MODELS` name.
-        model_kwargs: its constructor arguments (e.g. ``{"hidden": 128}``).
+        model_kwargs: its sizes, the arguments the training scripts take
+            (:data:`MODEL_SIZES`: ``hidden`` for ``mlp``, ``filters`` for
+            ``small_cnn``, ``l2`` for any); ``None``: ``{"hidden": 128}``
+            for ``mlp``, the model's own defaults otherwise.
         learning_rate: plain SGD learning rate.
         seed: seeds the initial weights, TensorFlow and the shuffle.
         n_train: MNIST training examples used; ``None`` means one epoch's
@@ -85,7 +92,10 @@ class RunPlan:
             ``steps_per_execution``).
         deterministic: enable TensorFlow's deterministic ops.
         warmup_steps: leading steps left out of the summary (tracing,
-            first-touch allocation); they stay in ``step_times_s``.
+            first-touch allocation); they stay in ``step_times_s``. Fewer
+            than the run's timed steps (parameter servers: ``warmup_steps x
+            num_workers`` at most the updates less 2, which the interval
+            between the first and last measured update needs).
     """
 
     strategy: str = checked(OneOf(STRATEGIES))
@@ -96,8 +106,10 @@ class RunPlan:
     steps_per_epoch: int = checked(Integer(1, 10_000_000), default=20)
     epochs: int = checked(Integer(1, 100_000), default=1)
     model: str = checked(OneOf(tuple(sorted(MODELS))), default="mlp")
-    model_kwargs: dict[str, Any] = checked(StringMap(), default_factory=lambda: {"hidden": 128})
-    learning_rate: float = checked(Number(0, 1e6, low_open=True), default=0.1)
+    model_kwargs: dict[str, Any] | None = checked(Optional(StringMap(), "the model's defaults (hidden=128 for mlp)"),
+                                                  default=None)
+    # At least 1e-12: TensorFlow trains in float32, where 1e-300 is 0 (no training, without a word).
+    learning_rate: float = checked(Number(1e-12, 1e6), default=0.1)
     seed: int = checked(Integer(0, 2**31 - 1), default=0)
     n_train: int | None = checked(Optional(Integer(1, 60_000), "one epoch's worth"), default=None)
     shuffle_buffer: int = checked(Integer(0, 60_000), default=0)
@@ -128,9 +140,39 @@ class RunPlan:
                                  "1 with strategy 'parameter_server' (one device per worker task)")
         elif self.num_ps:
             raise InputError("RunPlan.num_ps", self.num_ps, f"0 unless strategy is 'parameter_server' (got {self.strategy!r})")
+        self._check_model_kwargs()
+        self._check_warmup()
         if self.n_train is not None and self.n_train < self.global_batch:
             raise InputError("RunPlan.n_train", self.n_train,
                              f">= one global batch ({self.global_batch} examples), at most 60,000 (MNIST's training set)")
+
+    def _check_model_kwargs(self) -> None:
+        """Only sizes the training scripts pass on, each one the NumPy twin accepts."""
+        if self.model_kwargs is None:
+            object.__setattr__(self, "model_kwargs", {"hidden": 128} if self.model == "mlp" else {})
+        allowed = MODEL_SIZES[self.model]
+        for key, value in self.model_kwargs.items():
+            if key not in allowed:
+                raise InputError(f"RunPlan.model_kwargs.{key}", value,
+                                 f"one of the sizes {allowed} for model {self.model!r} (what the training scripts take)")
+        for key in ("hidden", "filters"):
+            if key in self.model_kwargs:
+                Integer(1, 65_536)(f"RunPlan.model_kwargs.{key}", self.model_kwargs[key])
+        try:
+            make_model(self.model, **self.model_kwargs)
+        except InputError as exc:
+            raise exc.at("RunPlan.model_kwargs") from None
+
+    def _check_warmup(self) -> None:
+        if self.strategy == "parameter_server":
+            most = (self.total_steps - 2) // self.num_workers
+            why = f"updates ({self.total_steps:,}) less 2, over {self.num_workers} workers"
+        else:
+            most = self.total_steps // self.steps_per_execution - 1
+            why = f"timed calls ({self.total_steps // self.steps_per_execution:,}) less 1"
+        if self.warmup_steps > most:
+            raise InputError("RunPlan.warmup_steps", self.warmup_steps,
+                             f"<= {max(most, 0):,}: the run's {why}, so that a measured step is left")
 
     # ---- derived sizes -------------------------------------------------------------
     @property

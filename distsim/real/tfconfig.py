@@ -15,11 +15,11 @@ is allowed. It imports nothing from TensorFlow.
 from __future__ import annotations
 
 import ipaddress
-import json
+import numbers
 import socket
 from typing import Any, Mapping
 
-from distsim.validation import InputError, Integer, parse_host_port
+from distsim.validation import InputError, Integer, parse_host_port, parse_json
 
 #: Jobs a ``cluster`` may hold (TF 2.21's ``multi_worker_util._validate_cluster_spec``).
 CLUSTER_JOBS: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
@@ -98,8 +98,9 @@ def _check_task(task: Any, cluster: dict[str, list[str]]) -> dict:
     task_type, index = task["type"], task["index"]
     if task_type not in TASK_TYPES:
         raise TFConfigError("TF_CONFIG.task.type", task_type, f"one of {TASK_TYPES}")
-    if isinstance(index, bool) or not isinstance(index, int):
-        raise TFConfigError("TF_CONFIG.task.index", index, "an integer")
+    if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+        raise TFConfigError("TF_CONFIG.task.index", index, "an integer (Python or NumPy)")
+    index = int(index)  # np.int64(0) is index 0; the JSON TensorFlow reads needs a Python int
     # TF lets an evaluator run beside the cluster; every other task must be one of its jobs.
     if task_type == "evaluator" and "evaluator" not in cluster:
         if index != 0:
@@ -132,10 +133,12 @@ def validate_tf_config(config: str | Mapping[str, Any], *, localhost_only: bool 
     """
     if isinstance(config, (str, bytes)):
         try:
-            config = json.loads(config)
-        except json.JSONDecodeError as exc:
-            raise TFConfigError("TF_CONFIG", None, "a JSON object",
-                                problem=f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+            text = config.decode("utf-8") if isinstance(config, bytes) else config
+            config = parse_json(text, "TF_CONFIG", "JSON object")
+        except UnicodeDecodeError:
+            raise TFConfigError("TF_CONFIG", None, "a JSON object in UTF-8", problem="not UTF-8 text") from None
+        except InputError as exc:
+            raise TFConfigError(exc.path, exc.value, exc.allowed, problem=exc.problem) from None
     if not isinstance(config, Mapping):
         raise TFConfigError("TF_CONFIG", config, "a JSON object with 'cluster' and 'task'")
     for key in config:

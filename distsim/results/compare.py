@@ -144,6 +144,13 @@ def _run(path: str, result: Result) -> Result:
     return result
 
 
+def _listed(path: str, value, what: str, item: type | None = None) -> list:
+    """``value`` as a list after checking it is a list or tuple (of ``item`` instances)."""
+    if not isinstance(value, (list, tuple)) or item is not None and not all(isinstance(v, item) for v in value):
+        raise InputError(path, value, f"a list of {what}")
+    return list(value)
+
+
 def _as_runs(path: str, item: Measured) -> list[Result]:
     """``item`` as a list of its repeats: a Result, or a non-empty list of them."""
     if isinstance(item, Result):
@@ -182,7 +189,10 @@ def compare(
         InputError: lengths differ, a bad baseline index, or a step time
             that is not a finite number > 0.
     """
-    predicted = [_run(f"predicted[{i}]", p) for i, p in enumerate(predicted)]
+    predicted = [_run(f"predicted[{i}]", p) for i, p in enumerate(_listed("predicted", predicted, "Results"))]
+    measured = _listed("measured", measured, "Results (or lists of a Result's repeats)")
+    labels = None if labels is None else _listed("labels", labels, "strings", str)
+    paired_baselines = None if paired_baselines is None else _listed("paired_baselines", paired_baselines, "Results")
     if not predicted:
         raise InputError("predicted", predicted, "at least one Result")
     runs = [_as_runs(f"measured[{i}]", m) for i, m in enumerate(measured)]

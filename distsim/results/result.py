@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from distsim.results.trace import Trace, as_column, check_columns
-from distsim.validation import (InputError, InstanceOf, Integer, OneOf, Optional, StringMap, Text, check_fields,
+from distsim.scenario import limits
+from distsim.validation import (InputError, InstanceOf, Integer, Number, OneOf, Optional, StringMap, Text, check_fields,
                                 check_keys, checked, read_json, write_json)
 
 #: Where a result came from.
@@ -76,6 +77,22 @@ class Summary:
     median_step_time_s: float | None = None
     bottleneck: str | None = None
     bottleneck_share: float | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):  # the numeric fields only: a later field may hold a name
+            value = getattr(self, f.name)
+            if value is None or isinstance(value, float) and value != value:  # not known (an untimed training
+                continue  # run, the dashboard's empty table)
+            if f.name in _SUMMARY_POSITIVE:
+                _SUMMARY_POSITIVE[f.name](f"Summary.{f.name}", value)
+            elif f.name in _SUMMARY_NUMBERS:
+                Number()(f"Summary.{f.name}", value)
+
+
+#: Summary fields that every measured run has (finite and > 0) and the others (finite); None or NaN: not known.
+_SUMMARY_POSITIVE = {name: Number(0, low_open=True) for name in ("step_time_s", "throughput_samples_per_s")}
+_SUMMARY_NUMBERS = ("speedup", "efficiency", "comm_fraction", "epoch_time_s", "mean_staleness", "strong_speedup",
+                    "steps_per_epoch", "memory_bytes_per_replica")
 
 
 @dataclass
@@ -147,8 +164,8 @@ class Result:
 
     source: str = checked(OneOf(SOURCES))
     strategy: str = checked(Text(200))
-    num_replicas: int = checked(Integer(1))
-    global_batch: int = checked(Integer(1))
+    num_replicas: int = checked(Integer(1, limits.MAX_REPLICAS))
+    global_batch: int = checked(Integer(1, limits.MAX_EXAMPLES))
     summary: Summary = checked(InstanceOf(Summary))
     step_times_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     trace: Trace | None = checked(Optional(InstanceOf(Trace), "not recorded"), default=None)

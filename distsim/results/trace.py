@@ -11,19 +11,20 @@ format, which opens in Perfetto (https://ui.perfetto.dev).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from distsim.validation import InputError, OneOf, check_keys
+from distsim.validation import InputError, Integer, Number, OneOf, check_keys, write_json
 
 #: What a device can be doing. ``idle`` covers waiting for peers or data.
 EVENT_KINDS: tuple[str, ...] = ("input", "compute", "comm", "update", "idle")
 
 _KIND = OneOf(EVENT_KINDS)
+_SECONDS = Number(unit="seconds")
+_STEP = Integer(0)
 
 
 def check_columns(owner: str, columns: dict[str, Any]) -> int:
@@ -79,6 +80,17 @@ class Event:
     step: int
     label: str = ""
 
+    def __post_init__(self) -> None:
+        for name in ("device", "label"):
+            if not isinstance(getattr(self, name), str):
+                raise InputError(f"Event.{name}", getattr(self, name), "a string")
+        _KIND("Event.kind", self.kind)
+        for name in ("start_s", "end_s"):
+            _SECONDS(f"Event.{name}", getattr(self, name))
+        if self.end_s < self.start_s:
+            raise InputError("Event.end_s", self.end_s, f">= start_s={self.start_s!r} (an event ends after it starts)")
+        _STEP("Event.step", self.step)
+
     @property
     def duration_s(self) -> float:
         return self.end_s - self.start_s
@@ -123,10 +135,13 @@ class Trace:
     @classmethod
     def from_events(cls, events: Sequence[Event]) -> "Trace":
         """Build a trace from row events (convenient for small traces and real runs)."""
+        if not isinstance(events, (list, tuple)):
+            raise InputError("events", events, "a list of Events")
         devices: dict[str, int] = {}
         labels: dict[str, int] = {}
         for i, e in enumerate(events):
-            _KIND(f"events[{i}].kind", e.kind)
+            if not isinstance(e, Event):
+                raise InputError(f"events[{i}]", e, "an Event (it checks its own fields)")
             devices.setdefault(e.device, len(devices))
             labels.setdefault(e.label, len(labels))
         return cls(
@@ -195,9 +210,7 @@ class Trace:
 
     def save_chrome_trace(self, path: str | Path) -> Path:
         """Write :meth:`to_chrome_trace` to ``path``; open it in Perfetto."""
-        path = Path(path)
-        path.write_text(json.dumps(self.to_chrome_trace()))
-        return path
+        return write_json(path, self.to_chrome_trace(), indent=None, what="trace file")
 
     def to_dict(self) -> dict:
         return {

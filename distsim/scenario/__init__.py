@@ -40,7 +40,7 @@ from distsim.scenario.presets import (
     user_preset_dir,
     write_user_preset,
 )
-from distsim.scenario.scenario import COMPONENT_PATHS, DEFAULT_LINKS, Scenario
+from distsim.scenario.scenario import COMPONENT_PATHS, DEFAULT_LINKS, Scenario, require_scenario
 
 __all__ = [
     "ALGORITHMS",
@@ -71,6 +71,7 @@ __all__ = [
     "load_preset",
     "make_scenario",
     "preset_names",
+    "require_scenario",
     "user_preset_dir",
     "write_user_preset",
 ]

@@ -75,7 +75,9 @@ SHARD_POLICIES: tuple[str, ...] = ("DATA", "FILE", "OFF")
 COMPUTE_DISTRIBUTIONS: tuple[str, ...] = ("deterministic", "exponential", "lognormal")
 
 _NAME = Text(200)
-_SECONDS = Number(0, unit="seconds")
+_SECONDS = Number(0, limits.MAX_SECONDS, unit="seconds")
+_RATE_BPS = Number(limits.MIN_BYTES_PER_S, limits.MAX_BYTES_PER_S, unit="bytes/s")
+_CORES = Number(limits.MIN_CORES, limits.MAX_CORES, unit="cores per worker")
 
 
 def _sources() -> dict:
@@ -125,10 +127,10 @@ class Device:
 
     name: str = checked(_NAME)
     kind: str = checked(OneOf(DEVICE_KINDS))
-    peak_flops: float = checked(Number(0, low_open=True, unit="FLOP/s"))
-    efficiency: float = checked(Number(0, 1, low_open=True))
-    memory_bandwidth_Bps: float = checked(Number(0, low_open=True, unit="bytes/s"))
-    memory_bytes: float = checked(Number(0, low_open=True, unit="bytes"))
+    peak_flops: float = checked(Number(limits.MIN_FLOPS, limits.MAX_FLOPS, unit="FLOP/s"))
+    efficiency: float = checked(Number(limits.MIN_FRACTION, 1))
+    memory_bandwidth_Bps: float = checked(_RATE_BPS)
+    memory_bytes: float = checked(Number(1, limits.MAX_BYTES, unit="bytes"))
     step_overhead_s: float = checked(_SECONDS)
     replica_dispatch_s: float = checked(_SECONDS, default=0.0)
     replica_variable_s: float = checked(_SECONDS, default=0.0)
@@ -202,14 +204,13 @@ class Link:
     """
 
     name: str = checked(_NAME)
-    bandwidth_Bps: float = checked(Number(0, low_open=True, unit="bytes/s"))
+    bandwidth_Bps: float = checked(_RATE_BPS)
     latency_s: float = checked(_SECONDS)
     request_s: float = checked(_SECONDS, default=0.0)
-    payload_fraction: float = checked(Number(0, 1, low_open=True), default=1.0)
-    stack_bandwidth_Bps: float | None = checked(
-        Optional(Number(0, low_open=True, unit="bytes/s"), "free (part of bandwidth_Bps)"), default=None)
+    payload_fraction: float = checked(Number(limits.MIN_FRACTION, 1), default=1.0)
+    stack_bandwidth_Bps: float | None = checked(Optional(_RATE_BPS, "free (part of bandwidth_Bps)"), default=None)
     whole_message_bytes: float | None = checked(
-        Optional(Number(0, low_open=True, unit="bytes"), "every message is sent whole"), default=None)
+        Optional(Number(1, limits.MAX_BYTES, unit="bytes"), "every message is sent whole"), default=None)
     full_duplex: bool = checked(Boolean(), default=False)
     sources: dict = _sources()
 
@@ -240,16 +241,19 @@ class Topology:
             devices share them evenly, so traffic to a parameter server on
             the CPU moves ``ceil(devices / host_links)`` messages per uplink.
         host_link_bandwidth_Bps: one-direction bandwidth of one uplink, bytes/s.
+        max_devices: the GPUs one server of this design holds; a cluster
+            with more devices per worker is another machine.
         sources: where each number comes from.
     """
 
     name: str = checked(_NAME)
     kind: str = checked(OneOf(TOPOLOGY_KINDS))
-    lane_bandwidth_Bps: float = checked(Number(0, low_open=True, unit="bytes/s"))
+    lane_bandwidth_Bps: float = checked(_RATE_BPS)
     ring_lanes: tuple = checked(Sequence(Sequence(Integer(1, limits.MAX_DEVICES_PER_WORKER), 2),
                                          limits.MAX_DEVICES_PER_WORKER))
     host_links: int = checked(Integer(1, limits.MAX_DEVICES_PER_WORKER))
-    host_link_bandwidth_Bps: float = checked(Number(0, low_open=True, unit="bytes/s"))
+    host_link_bandwidth_Bps: float = checked(_RATE_BPS)
+    max_devices: int = checked(Integer(1, limits.MAX_DEVICES_PER_WORKER))
     sources: dict = _sources()
 
     def __post_init__(self) -> None:
@@ -299,14 +303,14 @@ class Cluster:
     inter_link: Link = checked(InstanceOf(Link, "a link preset name or an object of its fields"))
     num_workers: int = checked(Integer(1, limits.MAX_WORKERS), default=1)
     devices_per_worker: int = checked(Integer(1, limits.MAX_DEVICES_PER_WORKER), default=1)
-    physical_cores: float | None = checked(
-        Optional(Number(0, low_open=True, unit="cores per worker"), "each device is its own hardware"), default=None)
-    host_input_speed: float = checked(Number(0, low_open=True), default=1.0)
+    physical_cores: float | None = checked(Optional(_CORES, "each device is its own hardware"), default=None)
+    host_input_speed: float = checked(Number(limits.MIN_SPEED, limits.MAX_SPEED), default=1.0)
     topology: Topology | None = checked(
         Optional(InstanceOf(Topology, "a topology preset name or an object of its fields"), "one port per device"),
         default=None)
     straggler_cores: float | None = checked(
-        Optional(Number(0, low_open=True, unit="cores of the last worker"), "no straggler"), default=None)
+        Optional(Number(limits.MIN_CORES, limits.MAX_CORES, unit="cores of the last worker"), "no straggler"),
+        default=None)
 
     def __post_init__(self) -> None:
         check_fields(self, "Cluster")
@@ -314,6 +318,10 @@ class Cluster:
         if self.topology is not None and self.device.kind != "gpu":
             raise InputError("Cluster.topology", self.topology.name, f"null for a {self.device.kind} device "
                              "(topologies describe GPU servers)")
+        if self.topology is not None and self.devices_per_worker > self.topology.max_devices:
+            raise InputError("Cluster.devices_per_worker", self.devices_per_worker,
+                             f"<= {self.topology.max_devices} for topology {self.topology.name!r} (the GPUs one such "
+                             "server holds), or another topology")
 
     @property
     def num_replicas(self) -> int:
@@ -353,17 +361,18 @@ class Workload:
 
     name: str = checked(_NAME)
     num_params: int = checked(Integer(1, limits.MAX_PARAMS))
-    flops_per_sample: float = checked(Number(0, low_open=True, unit="FLOP"))
+    flops_per_sample: float = checked(Number(limits.MIN_FLOP, limits.MAX_FLOP, unit="FLOP"))
     num_examples: int = checked(Integer(1, limits.MAX_EXAMPLES))
     bytes_per_param: int = checked(Integer(1, 16), default=4)
     compute_s_per_sample: float | None = checked(
-        Optional(Number(0, low_open=True, unit="seconds"), "derived from flops_per_sample"), default=None)
+        Optional(Number(limits.MIN_SECONDS_PER_EXAMPLE, limits.MAX_SECONDS, unit="seconds"),
+                 "derived from flops_per_sample"), default=None)
     input_s_per_sample: float = checked(_SECONDS, default=0.0)
     input_bytes_per_sample: int = checked(Integer(0, 10**12), default=0)
-    activation_bytes_per_sample: float = checked(Number(0, unit="bytes"), default=0.0)
+    activation_bytes_per_sample: float = checked(Number(0, limits.MAX_BYTES, unit="bytes"), default=0.0)
     num_gradient_tensors: int = checked(Integer(1, limits.MAX_GRADIENT_TENSORS), default=1)
     tensor_params: tuple = checked(Sequence(Integer(1, limits.MAX_PARAMS), limits.MAX_GRADIENT_TENSORS), default=())
-    tensor_ready: tuple = checked(Sequence(Number(0, 1, low_open=True), limits.MAX_GRADIENT_TENSORS), default=())
+    tensor_ready: tuple = checked(Sequence(Number(limits.MIN_FRACTION, 1), limits.MAX_GRADIENT_TENSORS), default=())
     sources: dict = _sources()
 
     def __post_init__(self) -> None:
@@ -375,9 +384,7 @@ class Workload:
         if len(self.tensor_ready) != n:
             raise InputError("Workload.tensor_ready", f"<{len(self.tensor_ready)} values>",
                              f"one value per entry of tensor_params ({n})")
-        if n and sum(self.tensor_params) != self.num_params:
-            raise InputError("Workload.num_params", self.num_params,
-                             f"the sum of tensor_params ({sum(self.tensor_params):,}), or clear tensor_params")
+        rules.check_workload(lambda name: getattr(self, name), "Workload")
         if any(later > earlier for earlier, later in zip(self.tensor_ready, self.tensor_ready[1:])):
             raise InputError("Workload.tensor_ready", "<not non-increasing>",
                              "values that never grow from the first layer to the last (backward runs last layer first)")
@@ -484,11 +491,15 @@ class Training:
         bytes_per_pack: TF2's ``bytes_per_pack`` (0: one pack of every
             tensor), bytes. Only with ``grouping="pack"``.
         fusion_threshold_bytes: Horovod's fusion buffer
-            (``HOROVOD_FUSION_THRESHOLD``; 0 disables fusion), bytes.
-        fusion_cycle_s: Horovod's cycle time (``HOROVOD_CYCLE_TIME``), seconds.
+            (``HOROVOD_FUSION_THRESHOLD``; 0 disables fusion), bytes. Only
+            with ``grouping="fusion"`` (any other grouping ignores it, so
+            it must keep its default).
+        fusion_cycle_s: Horovod's cycle time (``HOROVOD_CYCLE_TIME``),
+            seconds; only with ``grouping="fusion"``, like the buffer.
         compute_distribution: per-device, per-step compute-time factor with
             mean 1: one of :data:`COMPUTE_DISTRIBUTIONS` (stragglers).
-        compute_sigma: lognormal shape of that factor.
+        compute_sigma: lognormal shape of that factor; only with
+            ``compute_distribution="lognormal"`` (the others have no shape).
         backup_workers: aggregate the first N - b replicas, drop b stragglers.
         shard_policy: AutoShardPolicy, one of :data:`SHARD_POLICIES`.
         num_files: files of the dataset (``FILE`` policy).
@@ -516,10 +527,10 @@ class Training:
     num_buckets: int = checked(Integer(1, limits.MAX_GRADIENT_TENSORS), default=1)
     grouping: str = checked(OneOf(GROUPINGS), default="buckets")
     bytes_per_pack: int = checked(Integer(0, 10**15), default=0)
-    fusion_threshold_bytes: int = checked(Integer(0, 10**15), default=64 * 2**20)
-    fusion_cycle_s: float = checked(Number(0, 10, low_open=True, unit="seconds"), default=0.005)
+    fusion_threshold_bytes: int = checked(Integer(0, 10**15), default=rules.FUSION_THRESHOLD_BYTES)
+    fusion_cycle_s: float = checked(Number(1e-6, 10, unit="seconds"), default=rules.FUSION_CYCLE_S)
     compute_distribution: str = checked(OneOf(COMPUTE_DISTRIBUTIONS), default="deterministic")
-    compute_sigma: float = checked(Number(0, 10), default=0.1)
+    compute_sigma: float = checked(Number(0, 10), default=rules.COMPUTE_SIGMA)
     backup_workers: int = checked(Integer(0, limits.MAX_REPLICAS), default=0)
     shard_policy: str = checked(OneOf(SHARD_POLICIES), default="DATA")
     num_files: int | None = checked(Optional(Integer(1, limits.MAX_EXAMPLES), "not stored in files"), default=None)
@@ -529,8 +540,4 @@ class Training:
 
     def __post_init__(self) -> None:
         check_fields(self, "Training")
-        if self.num_buckets != 1 and self.grouping != "buckets":
-            raise InputError("Training.num_buckets", self.num_buckets,
-                             f"1 unless grouping is 'buckets' (grouping {self.grouping!r} decides the collectives)")
-        if self.bytes_per_pack and self.grouping != "pack":
-            raise InputError("Training.bytes_per_pack", self.bytes_per_pack, "0 unless grouping is 'pack'")
+        rules.check_training(lambda name: getattr(self, name), "Training")

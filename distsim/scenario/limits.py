@@ -51,3 +51,35 @@ MAX_EXAMPLES = 10**12
 #: Parameters of a model (a trillion-parameter model is in range; its memory
 #: is checked against the device separately).
 MAX_PARAMS = 10**13
+
+# Ranges of the continuous fields. A value a field's rule calls "> 0" can
+# still be 1e-300, and 1/1e-300 overflows to inf somewhere downstream; these
+# bounds are wide (many orders of magnitude beyond any real hardware on
+# either side) yet keep every product and quotient the model forms finite:
+# the slowest step they allow (1e20 FLOP x 1e12 examples at 1e3 FLOP/s x
+# 1e-6 efficiency, times 1e12 steps and 1e6 epochs) is about 1e53 s, the
+# fastest about 1e-20 s.
+
+#: Seconds of a fixed cost (latency, overhead, per-example time): an hour.
+MAX_SECONDS = 3_600.0
+#: Seconds one example may take at the least (a femtosecond).
+MIN_SECONDS_PER_EXAMPLE = 1e-15
+#: Bytes per second of any link or memory: 1 byte/s to 10 PB/s.
+MIN_BYTES_PER_S = 1.0
+MAX_BYTES_PER_S = 1e16
+#: Bytes of memory, a message or an example's activations: up to 10 PB.
+MAX_BYTES = 1e16
+#: Peak FLOP/s of a device: 1 kFLOP/s to 100 EFLOP/s.
+MIN_FLOPS = 1e3
+MAX_FLOPS = 1e20
+#: Training FLOP per example: 1 to 1e20.
+MIN_FLOP = 1.0
+MAX_FLOP = 1e20
+#: Smallest share (efficiency, payload fraction, readiness): one in a million.
+MIN_FRACTION = 1e-6
+#: Cores of a worker: a thousandth of a core to a million.
+MIN_CORES = 1e-3
+MAX_CORES = 1e6
+#: Relative speed of an input core: 1/1000 to 1000 times the reference.
+MIN_SPEED = 1e-3
+MAX_SPEED = 1e3

@@ -22,13 +22,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.resources
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from distsim.scenario.components import Device, Link, Topology, Workload
-from distsim.validation import InputError, check_keys
+from distsim.validation import InputError, check_keys, parse_json, write_json
 
 SCHEMA_VERSION = 1
 
@@ -53,11 +52,7 @@ def user_preset_dir() -> Path:
 
 
 def _read_preset_file(text: str, where: str, kind: str) -> dict:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"preset file {where}", None, "a preset file in valid JSON",
-                         problem=f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    data = parse_json(text, f"preset file {where}", "preset file")
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION or data.get("kind") != kind \
             or not isinstance(data.get("presets"), dict):
         raise InputError(f"preset file {where}", None,
@@ -136,8 +131,7 @@ def write_user_preset(kind: str, name: str, values: dict, sources: dict,
         data["presets"] = _read_preset_file(path.read_text(), str(path), kind)
     data["presets"][name] = {key: {"value": value, "source": sources[key]} if key in sources else value
                              for key, value in values.items()}
-    path.write_text(json.dumps(data, indent=2) + "\n")
-    return path
+    return write_json(path, data, indent=2, what="preset file")
 
 
 def build(kind: str, values: dict, path: str):

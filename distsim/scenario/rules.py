@@ -26,6 +26,12 @@ SINGLE_REPLICA: tuple[str, ...] = ("default", "one_device")
 #: Strategies that run in one process on one machine.
 ONE_MACHINE: tuple[str, ...] = ("mirrored", "central_storage")
 
+#: Defaults of the knobs only one setting of another field reads; any other
+#: value is refused where the model would ignore it (see :func:`check_training`).
+FUSION_THRESHOLD_BYTES = 64 * 2**20
+FUSION_CYCLE_S = 0.005
+COMPUTE_SIGMA = 0.1
+
 
 def _first(bad: Any) -> int | None:
     """Index of the first True in ``bad`` (0 for a scalar True), else None."""
@@ -98,6 +104,40 @@ def check_cluster(get: Get, device_kind: str, at: str) -> None:
                        f"(here {_row(workers, i):,} x {_row(devices, i):,})")
 
 
+def check_workload(get: Get, at: str) -> None:
+    """Per-tensor sizes, when given, describe the whole model: one per
+    gradient tensor, summing to ``num_params``."""
+    sizes = get("tensor_params")
+    if not len(sizes):
+        return
+    tensors, params = get("num_gradient_tensors"), get("num_params")
+    _require(np.asarray(tensors) == len(sizes), f"{at}.num_gradient_tensors", tensors,
+             lambda i: f"{len(sizes):,}, one per entry of tensor_params (or clear tensor_params)")
+    _require(np.asarray(params) == sum(sizes), f"{at}.num_params", params,
+             lambda i: f"the sum of tensor_params ({sum(sizes):,}), or clear tensor_params")
+
+
+def check_training(get: Get, at: str) -> None:
+    """Knobs that only one grouping or one compute distribution reads keep
+    their defaults otherwise: the model would ignore them without a word."""
+    grouping = get("grouping")
+    buckets = get("num_buckets")
+    _require((np.asarray(buckets) == 1) | (grouping == "buckets"), f"{at}.num_buckets", buckets,
+             lambda i: f"1 unless grouping is 'buckets' (grouping {grouping!r} decides the collectives)")
+    pack = get("bytes_per_pack")
+    _require((np.asarray(pack) == 0) | (grouping == "pack"), f"{at}.bytes_per_pack", pack,
+             lambda i: f"0 unless grouping is 'pack' (grouping {grouping!r} ignores it)")
+    for name, default in (("fusion_threshold_bytes", FUSION_THRESHOLD_BYTES), ("fusion_cycle_s", FUSION_CYCLE_S)):
+        value = get(name)
+        _require((np.asarray(value) == default) | (grouping == "fusion"), f"{at}.{name}", value,
+                 lambda i, default=default: f"{default:g} (the default) unless grouping is 'fusion' (grouping "
+                                            f"{grouping!r} ignores it)")
+    distribution, sigma = get("compute_distribution"), get("compute_sigma")
+    _require((np.asarray(sigma) == COMPUTE_SIGMA) | (distribution == "lognormal"), f"{at}.compute_sigma", sigma,
+             lambda i: f"{COMPUTE_SIGMA:g} (the default) unless compute_distribution is 'lognormal' "
+                       f"({distribution!r} has no shape to set)")
+
+
 def check_strategy(name: str, mode: str | None, at: str) -> None:
     if mode == "async" and name != "parameter_server":
         raise InputError(f"{at}.mode", mode, "'sync' or null (only parameter_server trains asynchronously)")
@@ -117,6 +157,8 @@ def check_scenario(get: Get) -> None:
         raise InputError("cluster.device.kind", get("cluster.device.kind"), "'tpu' for strategy 'tpu'")
     check_device(lambda f: get(f"cluster.device.{f}"), "cluster.device")
     check_cluster(lambda f: get(f"cluster.{f}"), get("cluster.device.kind"), "cluster")
+    check_workload(lambda f: get(f"workload.{f}"), "workload")
+    check_training(lambda f: get(f"training.{f}"), "training")
     _check_strategy_options(get)
     _check_batches(get)
     _check_size(get)
@@ -142,6 +184,11 @@ def _check_strategy_options(get: Get) -> None:
     if get("strategy.num_ps") != 1 and not uses_ps:
         raise InputError("strategy.num_ps", get("strategy.num_ps"), "1 unless the gradient goes through parameter "
                          "servers (strategy 'parameter_server' or algorithm 'parameter_server')")
+    if get("strategy.ps_placement") == "host_cpu":
+        shards = get("strategy.num_ps")
+        _require(np.asarray(shards) == 1, "strategy.num_ps", shards,
+                 lambda i: "1 with ps_placement 'host_cpu' (the one CPU holds every variable: the model counts "
+                           "one server)")
     if get("strategy.ps_cluster") != "processes" and name != "parameter_server":
         raise InputError("strategy.ps_cluster", get("strategy.ps_cluster"),
                          "'processes' unless strategy is 'parameter_server'")

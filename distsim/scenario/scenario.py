@@ -17,7 +17,7 @@ from typing import Any
 
 from distsim.scenario import rules
 from distsim.scenario.components import Cluster, Strategy, Training, Workload
-from distsim.scenario.paths import replace_path
+from distsim.scenario.paths import replace_path, rule_at
 from distsim.scenario.presets import SCHEMA_VERSION, component_from, training_defaults
 from distsim.validation import InputError, InstanceOf, Text, check_fields, check_keys, checked, read_json, write_json
 
@@ -68,8 +68,12 @@ class Scenario:
     def value_at(self, path: str) -> Any:
         """The value of the field at dotted ``path`` (``"training.global_batch"``)."""
         value: Any = self
-        for part in path.split("."):
-            value = getattr(value, part)
+        try:
+            for part in path.split("."):
+                value = getattr(value, part)
+        except (AttributeError, TypeError):
+            rule_at(self, path)  # names the first unknown part
+            raise
         return value
 
     @property
@@ -140,6 +144,16 @@ class Scenario:
         elif path in _PARTS and isinstance(value, dict):
             value = _cluster_from(value) if path == "cluster" else _part_from(_PARTS[path], value, path)
         return replace_path(self, path, value)
+
+
+def require_scenario(value: Any, path: str = "scenario") -> Scenario:
+    """``value`` if it is a :class:`Scenario`; an :class:`InputError` at
+    ``path`` otherwise. Every public function that takes a scenario calls it
+    first, so ``predict(None)`` says what it wanted instead of failing inside."""
+    if not isinstance(value, Scenario):
+        raise InputError(path, value, "a distsim.Scenario (make_scenario(...), Scenario.from_dict(...) or "
+                         "Scenario.load(path))")
+    return value
 
 
 def _lists(d: dict) -> dict:

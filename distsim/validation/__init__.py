@@ -20,12 +20,22 @@ from distsim.validation.fields import (
     checked,
     rule_of,
 )
-from distsim.validation.jsonfile import read_json, write_json
+from distsim.validation.jsonfile import (
+    MAX_JSON_DEPTH,
+    MAX_PATH_CHARS,
+    checked_path,
+    output_path,
+    parse_json,
+    read_json,
+    write_json,
+)
 from distsim.validation.network import parse_host_port
 
 __all__ = [
     "Boolean",
     "InputError",
+    "MAX_JSON_DEPTH",
+    "MAX_PATH_CHARS",
     "InstanceOf",
     "Integer",
     "MissingFileError",
@@ -38,8 +48,11 @@ __all__ = [
     "Text",
     "check_fields",
     "check_keys",
+    "checked_path",
     "checked",
+    "output_path",
     "parse_host_port",
+    "parse_json",
     "read_json",
     "rule_of",
     "write_json",

@@ -15,8 +15,10 @@ from typing import Any
 
 from distsim.validation.errors import InputError
 
-_LABEL = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
-_DIGITS = re.compile(r"^[0-9]{1,5}$")
+# fullmatch, never match with "$": "$" also matches before a trailing newline,
+# so "localhost:2222\n" would pass.
+_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+_DIGITS = re.compile(r"[0-9]{1,5}")
 
 ALLOWED = "'host:port' with a DNS name, an IPv4 address or a bracketed IPv6 address, and a port 1..65535"
 
@@ -35,7 +37,7 @@ def _host_ok(host: str) -> bool:
             return True
         except ValueError:
             return False
-    return all(_LABEL.match(label) for label in host.rstrip(".").split("."))
+    return all(_LABEL.fullmatch(label) for label in host.rstrip(".").split("."))
 
 
 def parse_host_port(path: str, address: Any) -> tuple[str, int]:
@@ -44,6 +46,6 @@ def parse_host_port(path: str, address: Any) -> tuple[str, int]:
     if not isinstance(address, str) or ":" not in address:
         raise InputError(path, address, ALLOWED)
     host, _, port_text = address.rpartition(":")
-    if not _host_ok(host) or not _DIGITS.match(port_text) or not 1 <= int(port_text) <= 65535:
+    if not _host_ok(host) or not _DIGITS.fullmatch(port_text) or not 1 <= int(port_text) <= 65535:
         raise InputError(path, address, ALLOWED)
     return host.lower(), int(port_text)

@@ -184,8 +184,8 @@ def test_bad_task_lists_are_rejected(tmp_path):
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(name="w/0"), "Task.name='w/0'; allowed: a name without '/' (it is also its log file's name)"),
-    (dict(argv="true"), "Task.argv='true'; allowed: a non-empty list of strings (the command line)"),
-    (dict(argv=["sleep", 1]), "Task.argv=['sleep', 1]; allowed: a non-empty list of strings (the command line)"),
+    (dict(argv="true"), "Task.argv='true'; allowed: a non-empty list of strings without NUL (the command line)"),
+    (dict(argv=["sleep", 1]), "Task.argv=['sleep', 1]; allowed: a non-empty list of strings without NUL (the command line)"),
     (dict(env={"N": 2}), "Task.env.N=2; allowed: a string of at most 10,000 characters"),
     (dict(ready_count=0), "Task.ready_count=0; allowed: an integer >= 1"),
     (dict(must_exit="yes"), "Task.must_exit='yes'; allowed: true or false"),
@@ -198,10 +198,10 @@ def test_bad_tasks_are_rejected(kwargs, message):
 
 
 def test_bad_timeouts_are_rejected_before_anything_starts(tmp_path, no_stray_children):
-    with _refused("timeout_s=0; allowed: a finite number > 0 (seconds)"):
+    with _refused("timeout_s=0; allowed: a finite number >= 0.001 and <= 604,800 (seconds)"):
         launch([Task("a", ["true"], ready_pattern=None)], tmp_path, timeout_s=0)
     assert not list(tmp_path.iterdir())  # no log file: nothing was started
-    with _refused("ready_timeout_s=nan; allowed: a finite number > 0 (seconds)"):
+    with _refused("ready_timeout_s=nan; allowed: a finite number >= 0.001 and <= 604,800 (seconds)"):
         with Launch([Task("a", ["true"], ready_pattern=None)], tmp_path) as run:
             run.wait(timeout_s=10, ready_timeout_s=float("nan"))
 

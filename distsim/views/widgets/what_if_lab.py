@@ -257,11 +257,14 @@ class WhatIfLab:
             training["num_buckets"] = 1
         if c["grouping"] != "pack":
             training["bytes_per_pack"] = 0
-        training["fusion_threshold_bytes"] = int(round(c["fusion_mib"] * 2**20))
+        # A scenario refuses a knob the model would ignore: other groupings and distributions get the default.
+        training["fusion_threshold_bytes"] = (int(round(c["fusion_mib"] * 2**20)) if c["grouping"] == "fusion"
+                                              else sc.Training().fusion_threshold_bytes)
         training["global_batch"] = c["global_batch"]
         training["prefetch"] = {DEFAULT: None, "on": True, "off": False}[c["prefetch"]]
         training["compute_distribution"] = c["compute_distribution"]
-        training["compute_sigma"] = c["compute_sigma"]
+        training["compute_sigma"] = (c["compute_sigma"] if c["compute_distribution"] == "lognormal"
+                                     else sc.Training().compute_sigma)
         training["steps"] = c["steps"]
         return sc.Scenario.from_dict(d)
 
