@@ -18,6 +18,8 @@ scenario rules rejected, the predictions ``predict`` refused, any other
 exception, and the smallest few violating scenarios of each invariant (deterministic
 and noisy compute apart) as the
 ``make_scenario(...).replace(...)`` code that rebuilds them.
+The examples are shrunk (``--no-shrink``: as drawn) by dropping each
+replacement and keyword while the same invariant still breaks.
 ``--json PATH`` also writes every count and example.
 """
 
@@ -55,18 +57,49 @@ def size(spec: dict) -> tuple:
     return k["num_workers"] * k["devices_per_worker"], k["steps"], len(spec["replace"]), len(json.dumps(spec))
 
 
-def check_one(scenario: distsim.Scenario, rng: np.random.Generator, knobs: tuple) -> list[inv.Violation]:
+def check_one(scenario: distsim.Scenario, factors: dict[str, float]) -> list[inv.Violation]:
+    """Every check of ``scenario``; ``factors`` maps the monotonicity knobs to check to their growth."""
     result = distsim.predict(scenario)
     found = inv.check_summary(scenario, result)
-    for knob in knobs:
-        factor = float(np.exp(rng.uniform(np.log(1.01), np.log(100.0))))
-        found += inv.check_monotone(scenario, result, knob, factor, floor=1e-6)
+    for knob in inv.KNOBS:
+        if knob.invariant in factors:
+            found += inv.check_monotone(scenario, result, knob, factors[knob.invariant], floor=1e-6)
     if inv.sweep_applies(scenario):
         found += inv.check_sweep(scenario, result)
     return found
 
 
-def run(n: int, seed: int, all_knobs: bool, progress: bool) -> dict:
+def violates(spec: dict, invariant: str, factors: dict[str, float]) -> inv.Violation | None:
+    scenario = strategies.build(spec)
+    if scenario is None:
+        return None
+    try:
+        return next((v for v in check_one(scenario, factors) if v.invariant == invariant), None)
+    except distsim.InputError:
+        return None
+
+
+def shrink(spec: dict, invariant: str, factors: dict[str, float]) -> tuple[dict, inv.Violation | None]:
+    """A smaller spec that still breaks ``invariant``: greedily drops each
+    replacement and each keyword (back to make_scenario's default) while it does."""
+    found = None
+    for _ in range(3):
+        changed = False
+        for i in reversed(range(len(spec["replace"]))):
+            trial = {"kwargs": spec["kwargs"], "replace": spec["replace"][:i] + spec["replace"][i + 1:]}
+            if v := violates(trial, invariant, factors):
+                spec, found, changed = trial, v, True
+        # The compute distribution stays: it separates the statistics causes from the rest.
+        for key in [k for k in spec["kwargs"] if k not in ("device", "workload", "strategy", "compute_distribution")]:
+            trial = {"kwargs": {k: v for k, v in spec["kwargs"].items() if k != key}, "replace": spec["replace"]}
+            if v := violates(trial, invariant, factors):
+                spec, found, changed = trial, v, True
+        if not changed:
+            break
+    return spec, found
+
+
+def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: bool) -> dict:
     rng = np.random.default_rng(seed)
     chooser = strategies.RandomChooser(rng)
     counts: collections.Counter = collections.Counter()
@@ -88,9 +121,10 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool) -> dict:
             spec = strategies.scenario_spec(chooser)
             scenario = strategies.build(spec)
         knobs = inv.KNOBS if all_knobs else (inv.KNOBS[i % len(inv.KNOBS)],)
+        factors = {k.invariant: float(np.exp(rng.uniform(np.log(1.01), np.log(100.0)))) for k in knobs}
         name = label(scenario)
         try:
-            found = check_one(scenario, rng, knobs)
+            found = check_one(scenario, factors)
         except distsim.InputError as exc:
             refused[exc.path] += 1
             continue
@@ -106,9 +140,16 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool) -> dict:
             # Deterministic and noisy examples apart: noise brings causes of its own (statistics).
             noise = "deterministic" if scenario.training.compute_distribution == "deterministic" else "noisy"
             kept = examples[f"{violation.invariant} ({noise})"]
-            kept.append({"size": size(spec), "strategy": name, "detail": violation.detail, "spec": spec})
+            kept.append({"size": size(spec), "strategy": name, "detail": violation.detail, "spec": spec,
+                         "factors": factors, "invariant": violation.invariant})
             kept.sort(key=lambda e: e["size"])
             del kept[EXAMPLES_KEPT:]
+    if shrink_examples:
+        for kept in examples.values():
+            for e in kept:
+                small, found = shrink(e["spec"], e["invariant"], e["factors"])
+                if found is not None:
+                    e.update(spec=small, detail=found.detail, shrunk=True)
     return {"n": n, "seed": seed, "all_knobs": all_knobs, "checked": dict(checked), "violations": dict(counts),
             "by_strategy": {k: dict(v) for k, v in sorted(by_strategy.items())},
             "by_distribution": {k: dict(v) for k, v in sorted(by_distribution.items())},
@@ -147,7 +188,7 @@ def report(out: dict) -> str:
     for name, kept in sorted(out["examples"].items()):
         lines.append(f"smallest examples of {name}:")
         for e in kept:
-            lines.append(f"  [{e['strategy']}] {e['detail']}")
+            lines.append(f"  [{e['strategy']}{', shrunk' if e.get('shrunk') else ''}] {e['detail']}")
             lines.append(f"    {strategies.reproducer(e['spec'])}")
         lines.append("")
     for crash in out["crashes"][:EXAMPLES_KEPT]:
@@ -160,13 +201,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=100_000, help="scenarios to check (default 100,000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scenario draws (default 0)")
     parser.add_argument("--all-knobs", action="store_true", help="check all five monotonicity knobs per scenario")
+    parser.add_argument("--no-shrink", action="store_true", help="print the examples as drawn, not shrunk")
     parser.add_argument("--json", type=Path, help="also write the counts and examples to this JSON file")
     parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error(f"--n={args.n}; allowed: an integer >= 1")
     start = time.perf_counter()
-    out = run(args.n, args.seed, args.all_knobs, not args.no_progress)
+    out = run(args.n, args.seed, args.all_knobs, not args.no_progress, not args.no_shrink)
     out["wall_s"] = round(time.perf_counter() - start, 1)
     print(report(out))
     print(f"wall time {out['wall_s']} s (a shared machine: not a speed measurement)")
