@@ -144,6 +144,7 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: boo
                          "factors": factors, "invariant": violation.invariant})
             kept.sort(key=lambda e: e["size"])
             del kept[EXAMPLES_KEPT:]
+    drawn = collections.Counter(strategies.REJECTED)  # before shrinking builds more
     if shrink_examples:
         for kept in examples.values():
             for e in kept:
@@ -153,9 +154,8 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: boo
     return {"n": n, "seed": seed, "all_knobs": all_knobs, "checked": dict(checked), "violations": dict(counts),
             "by_strategy": {k: dict(v) for k, v in sorted(by_strategy.items())},
             "by_distribution": {k: dict(v) for k, v in sorted(by_distribution.items())},
-            "rejected_draws": {k: v for k, v in strategies.REJECTED.items() if k != "ok"},
-            "built": strategies.REJECTED["ok"], "refused_by_predict": dict(refused), "crashes": crashes,
-            "examples": dict(examples)}
+            "rejected_draws": {k: v for k, v in drawn.items() if k != "ok"}, "built": drawn["ok"],
+            "refused_by_predict": dict(refused), "crashes": crashes, "examples": dict(examples)}
 
 
 def table(rows: dict[str, dict], columns: tuple[str, ...], first: str) -> str:
