@@ -1,0 +1,221 @@
+"""Physical invariants over many random valid scenarios.
+
+Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_invariants.py --n 100000``
+(``--n 2000`` takes a minute or two on an idle core). Each scenario is drawn
+by ``tests/scenario_strategies.py`` from a NumPy generator seeded with
+``--seed`` and checked by ``tests/physical_invariants.py``, the same checks
+``tests/test_invariants.py`` runs under hypothesis:
+
+* the summary invariants (efficiency, strong speedup, one replica,
+  throughput x epoch, finiteness) on every scenario;
+* one monotonicity knob per scenario, in turn (``--all-knobs``: all five,
+  six predictions a scenario), grown by a log-uniform factor in [1.01, 100];
+* sweep against predict on the deterministic ones.
+
+It prints the violations per invariant and per strategy (and per compute
+distribution, which separates statistics from the rest), the draws the
+scenario rules rejected, the predictions ``predict`` refused, any other
+exception, and the smallest few violating scenarios of each invariant (deterministic
+and noisy compute apart) as the
+``make_scenario(...).replace(...)`` code that rebuilds them.
+The examples are shrunk (``--no-shrink``: as drawn) by dropping each
+replacement and keyword while the same invariant still breaks.
+``--json PATH`` also writes every count and example.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import physical_invariants as inv  # noqa: E402
+import scenario_strategies as strategies  # noqa: E402
+
+import distsim  # noqa: E402
+
+EXAMPLES_KEPT = 3
+
+
+def label(scenario: distsim.Scenario) -> str:
+    """Strategy name, with the mode for parameter servers (their sync and async engines differ)."""
+    s = scenario.strategy
+    return f"{s.name}/{s.resolved_mode}" if inv.uses_ps(scenario) else s.name
+
+
+def size(spec: dict) -> tuple:
+    """How big a reproducer is: replicas, steps, then how many fields it sets."""
+    k = spec["kwargs"]
+    return k["num_workers"] * k["devices_per_worker"], k["steps"], len(spec["replace"]), len(json.dumps(spec))
+
+
+def check_one(scenario: distsim.Scenario, factors: dict[str, float]) -> list[inv.Violation]:
+    """Every check of ``scenario``; ``factors`` maps the monotonicity knobs to check to their growth."""
+    result = distsim.predict(scenario)
+    found = inv.check_summary(scenario, result)
+    for knob in inv.KNOBS:
+        if knob.invariant in factors:
+            found += inv.check_monotone(scenario, result, knob, factors[knob.invariant], floor=1e-6)
+    if inv.sweep_applies(scenario):
+        found += inv.check_sweep(scenario, result)
+    return found
+
+
+def violates(spec: dict, invariant: str, factors: dict[str, float]) -> inv.Violation | None:
+    scenario = strategies.build(spec)
+    if scenario is None:
+        return None
+    try:
+        return next((v for v in check_one(scenario, factors) if v.invariant == invariant), None)
+    except distsim.InputError:
+        return None
+
+
+def shrink(spec: dict, invariant: str, factors: dict[str, float]) -> tuple[dict, inv.Violation | None]:
+    """A smaller spec that still breaks ``invariant``: greedily drops each
+    replacement and each keyword (back to make_scenario's default) while it does."""
+    found = None
+    for _ in range(3):
+        changed = False
+        for i in reversed(range(len(spec["replace"]))):
+            trial = {"kwargs": spec["kwargs"], "replace": spec["replace"][:i] + spec["replace"][i + 1:]}
+            if v := violates(trial, invariant, factors):
+                spec, found, changed = trial, v, True
+        # The compute distribution stays: it separates the statistics causes from the rest.
+        for key in [k for k in spec["kwargs"] if k not in ("device", "workload", "strategy", "compute_distribution")]:
+            trial = {"kwargs": {k: v for k, v in spec["kwargs"].items() if k != key}, "replace": spec["replace"]}
+            if v := violates(trial, invariant, factors):
+                spec, found, changed = trial, v, True
+        if not changed:
+            break
+    return spec, found
+
+
+def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: bool) -> dict:
+    rng = np.random.default_rng(seed)
+    chooser = strategies.RandomChooser(rng)
+    counts: collections.Counter = collections.Counter()
+    by_strategy: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    by_distribution: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    checked: collections.Counter = collections.Counter()
+    refused: collections.Counter = collections.Counter()
+    crashes: list[dict] = []
+    examples: dict[str, list] = collections.defaultdict(list)
+    strategies.REJECTED.clear()
+    bar = range(n)
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(bar, unit="scenario", mininterval=2.0)
+    for i in bar:
+        spec = strategies.scenario_spec(chooser)
+        scenario = strategies.build(spec)
+        while scenario is None:
+            spec = strategies.scenario_spec(chooser)
+            scenario = strategies.build(spec)
+        knobs = inv.KNOBS if all_knobs else (inv.KNOBS[i % len(inv.KNOBS)],)
+        factors = {k.invariant: float(np.exp(rng.uniform(np.log(1.01), np.log(100.0)))) for k in knobs}
+        name = label(scenario)
+        try:
+            found = check_one(scenario, factors)
+        except distsim.InputError as exc:
+            refused[exc.path] += 1
+            continue
+        except Exception as exc:  # noqa: BLE001 - a crash is a finding, recorded with its reproducer
+            crashes.append({"error": f"{type(exc).__name__}: {exc}", "where": traceback.format_exc(limit=-3),
+                            "spec": spec})
+            continue
+        checked[name] += 1
+        for violation in found:
+            counts[violation.invariant] += 1
+            by_strategy[name][violation.invariant] += 1
+            by_distribution[scenario.training.compute_distribution][violation.invariant] += 1
+            # Deterministic and noisy examples apart: noise brings causes of its own (statistics).
+            noise = "deterministic" if scenario.training.compute_distribution == "deterministic" else "noisy"
+            kept = examples[f"{violation.invariant} ({noise})"]
+            kept.append({"size": size(spec), "strategy": name, "detail": violation.detail, "spec": spec,
+                         "factors": factors, "invariant": violation.invariant})
+            kept.sort(key=lambda e: e["size"])
+            del kept[EXAMPLES_KEPT:]
+    drawn = collections.Counter(strategies.REJECTED)  # before shrinking builds more
+    if shrink_examples:
+        for kept in examples.values():
+            for e in kept:
+                small, found = shrink(e["spec"], e["invariant"], e["factors"])
+                if found is not None:
+                    e.update(spec=small, detail=found.detail, shrunk=True)
+    return {"n": n, "seed": seed, "all_knobs": all_knobs, "checked": dict(checked), "violations": dict(counts),
+            "by_strategy": {k: dict(v) for k, v in sorted(by_strategy.items())},
+            "by_distribution": {k: dict(v) for k, v in sorted(by_distribution.items())},
+            "rejected_draws": {k: v for k, v in drawn.items() if k != "ok"}, "built": drawn["ok"],
+            "refused_by_predict": dict(refused), "crashes": crashes, "examples": dict(examples)}
+
+
+def table(rows: dict[str, dict], columns: tuple[str, ...], first: str) -> str:
+    short = [c.replace("step_time_vs_", "t~") for c in columns]
+    widths = [max(len(first), *(len(r) for r in rows))] + [max(len(s), 5) for s in short]
+    lines = ["  ".join([first.ljust(widths[0])] + [s.rjust(w) for s, w in zip(short, widths[1:])])]
+    for name, counts in rows.items():
+        lines.append("  ".join([name.ljust(widths[0])] + [str(counts.get(c, 0)).rjust(w)
+                                                          for c, w in zip(columns, widths[1:])]))
+    return "\n".join(lines)
+
+
+def report(out: dict) -> str:
+    checked = sum(out["checked"].values())
+    knob_note = "all five knobs" if out["all_knobs"] else "one monotonicity knob each, in turn"
+    lines = [f"{checked:,} scenarios checked (seed {out['seed']}, {knob_note}); "
+             f"{sum(out['rejected_draws'].values()):,} draws rejected by the scenario rules "
+             f"(of {out['built'] + sum(out['rejected_draws'].values()):,}), "
+             f"{sum(out['refused_by_predict'].values()):,} refused by predict, {len(out['crashes'])} crashed", ""]
+    if out["rejected_draws"]:
+        lines.append(f"rejected draws by field: {out['rejected_draws']}")
+    if out["refused_by_predict"]:
+        lines.append(f"refused by predict, by field: {out['refused_by_predict']}")
+    lines += ["", "violations per invariant:"]
+    lines += [f"  {name:32s} {out['violations'].get(name, 0):7,}" for name in inv.INVARIANTS]
+    lines += ["", "violations per strategy (checked scenarios in brackets):"]
+    rows = {f"{k} [{out['checked'].get(k, 0)}]": out["by_strategy"].get(k, {}) for k in sorted(out["checked"])}
+    lines += [table(rows, inv.INVARIANTS, "strategy"), "", "violations per compute distribution:",
+              table(out["by_distribution"], inv.INVARIANTS, "distribution"), ""]
+    for name, kept in sorted(out["examples"].items()):
+        lines.append(f"smallest examples of {name}:")
+        for e in kept:
+            lines.append(f"  [{e['strategy']}{', shrunk' if e.get('shrunk') else ''}] {e['detail']}")
+            lines.append(f"    {strategies.reproducer(e['spec'])}")
+        lines.append("")
+    for crash in out["crashes"][:EXAMPLES_KEPT]:
+        lines += [f"crash: {crash['error']}", f"    {strategies.reproducer(crash['spec'])}", crash["where"]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=100_000, help="scenarios to check (default 100,000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scenario draws (default 0)")
+    parser.add_argument("--all-knobs", action="store_true", help="check all five monotonicity knobs per scenario")
+    parser.add_argument("--no-shrink", action="store_true", help="print the examples as drawn, not shrunk")
+    parser.add_argument("--json", type=Path, help="also write the counts and examples to this JSON file")
+    parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    args = parser.parse_args(argv)
+    if args.n < 1:
+        parser.error(f"--n={args.n}; allowed: an integer >= 1")
+    start = time.perf_counter()
+    out = run(args.n, args.seed, args.all_knobs, not args.no_progress, not args.no_shrink)
+    out["wall_s"] = round(time.perf_counter() - start, 1)
+    print(report(out))
+    print(f"wall time {out['wall_s']} s (a shared machine: not a speed measurement)")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1, default=str))
+    return 1 if out["violations"] or out["crashes"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,210 @@
+"""Physical invariants of one prediction, as checks that return their violations.
+
+Each check takes a scenario (and its prediction) and returns a list of
+:class:`Violation`; ``tests/test_invariants.py`` asserts the list is empty,
+``benchmarks/bench_invariants.py`` counts them. The invariants follow from
+what a step *is*, not from the engine's code:
+
+* a replica cannot do more than one device's work: efficiency <= 1, strong
+  speedup <= N replicas (no mechanism in the model makes one replica of a
+  cluster faster than the same device alone: per-replica batches never
+  change a device's FLOP rate, and each worker brings at most its own host);
+* one replica that communicates with nobody runs exactly the baseline, so
+  its efficiency is 1 under any noise (the baseline draws from the same
+  compute distribution);
+* more bandwidth never slows a step, more latency never speeds it up, and
+  more compute per example never speeds it up (the step is a max-plus
+  composition of costs, monotone in each of them);
+* throughput x epoch time is the epoch's examples, to within the one
+  partial global batch an epoch may end on;
+* every summary number is finite and positive (comm_fraction in [0, 1]);
+* a :func:`distsim.sweep` row is :func:`distsim.predict` for the same
+  scenario when compute is deterministic (sweep evaluates the mean compute
+  time); for asynchronous training sweep is documented as an upper bound on
+  throughput (``distsim/engines/sweeps.py`` docstring), so it is held to that.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+import distsim
+
+#: Relative slack of every comparison: a few ulps of float64 accumulated over a
+#: few hundred additions (steps x collectives); a genuine effect is far larger.
+RTOL = 1e-9
+
+#: Strategies whose single replica sends nothing anywhere. A parameter server
+#: (strategy or algorithm) keeps the variables on another task. central_storage
+#: is included: with one compute device TensorFlow puts the variables on it
+#: (tensorflow/python/distribute/parameter_server_strategy.py, lines 303-307 in TF 2.21:
+#: "If there is only one GPU, put everything on that GPU").
+ALONE = ("default", "one_device", "mirrored", "multi_worker_mirrored", "central_storage", "tpu")
+
+INVARIANTS: tuple[str, ...] = (
+    "efficiency<=1",
+    "strong_speedup<=N",
+    "one_replica_efficiency=1",
+    "throughput*epoch=examples",
+    "finite_positive",
+    "step_time_vs_inter_bandwidth",
+    "step_time_vs_intra_bandwidth",
+    "step_time_vs_inter_latency",
+    "step_time_vs_intra_latency",
+    "step_time_vs_compute",
+    "sweep=predict",
+)
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    detail: str
+
+
+def uses_ps(scenario: distsim.Scenario) -> bool:
+    s = scenario.strategy
+    return s.name == "parameter_server" or s.algorithm == "parameter_server"
+
+
+def is_async(scenario: distsim.Scenario) -> bool:
+    return scenario.strategy.resolved_mode == "async"
+
+
+def epoch_examples(scenario: distsim.Scenario) -> int:
+    """Examples one epoch trains on: a last partial batch is dropped with ``drop_remainder``."""
+    examples, batch = scenario.workload.num_examples, scenario.training.global_batch
+    return examples - examples % batch if scenario.training.drop_remainder else examples
+
+
+def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Violation]:
+    """Efficiency, strong speedup, one replica, throughput x epoch and finiteness of one prediction."""
+    s, n = result.summary, scenario.num_replicas
+    out = _finite_positive(scenario, result)
+    if out:
+        return out  # the comparisons below mean nothing on NaN
+    if s.efficiency > 1 + RTOL:
+        out.append(Violation("efficiency<=1", f"efficiency={s.efficiency:.6g} with {n} replicas"))
+    if s.strong_speedup > n * (1 + RTOL):
+        out.append(Violation("strong_speedup<=N", f"strong_speedup={s.strong_speedup:.6g} > {n} replicas"))
+    if n == 1 and scenario.strategy.name in ALONE and not uses_ps(scenario) and abs(s.efficiency - 1) > RTOL:
+        out.append(Violation("one_replica_efficiency=1", f"efficiency={s.efficiency!r} (strategy "
+                             f"{scenario.strategy.name}, {scenario.training.compute_distribution} compute)"))
+    product, examples = s.throughput_samples_per_s * s.epoch_time_s, epoch_examples(scenario)
+    if abs(product - examples) > scenario.training.global_batch + RTOL * examples:
+        out.append(Violation("throughput*epoch=examples", f"throughput x epoch_time = {product:.6g} examples, "
+                             f"the epoch has {examples:,} (global batch {scenario.training.global_batch:,})"))
+    return out
+
+
+def _finite_positive(scenario: distsim.Scenario, result: distsim.Result) -> list[Violation]:
+    s = result.summary
+    # median_step_time_s exists once the engine reports it beside the mean (issue 24, item 2).
+    names = [n for n in ("step_time_s", "throughput_samples_per_s", "speedup", "efficiency", "strong_speedup",
+                         "epoch_time_s", "memory_bytes_per_replica", "median_step_time_s") if hasattr(s, n)]
+    bad = [f"{n}={getattr(s, n)!r}" for n in names if not _positive(getattr(s, n))]
+    if s.comm_fraction is None or not 0 <= s.comm_fraction <= 1 + RTOL:
+        bad.append(f"comm_fraction={s.comm_fraction!r} (outside [0, 1])")
+    if not (isinstance(s.steps_per_epoch, (int, np.integer)) and s.steps_per_epoch >= 1):
+        bad.append(f"steps_per_epoch={s.steps_per_epoch!r}")
+    if is_async(scenario) and (s.mean_staleness is None or not math.isfinite(s.mean_staleness)
+                               or s.mean_staleness < 0):
+        bad.append(f"mean_staleness={s.mean_staleness!r}")
+    steps = np.asarray(result.step_times_s, dtype=float)
+    if steps.size == 0 or not np.all(np.isfinite(steps)) or not np.all(steps > 0):
+        bad.append(f"step_times_s has {int(np.sum(~(np.isfinite(steps) & (steps > 0))))} of {steps.size} "
+                   "entries not finite and > 0")
+    return [Violation("finite_positive", "; ".join(bad))] if bad else []
+
+
+def _positive(x) -> bool:
+    return x is not None and math.isfinite(x) and x > 0
+
+
+# ------------------------------------------------------------------ monotone
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A field whose growth must move the step time one way.
+
+    Attributes:
+        invariant: its name in :data:`INVARIANTS`.
+        path: the scenario field (``None``: chosen by :meth:`path_for`).
+        slower: ``True`` when growing it may only lengthen the step
+            (latency, compute); ``False`` when it may only shorten it (bandwidth).
+    """
+
+    invariant: str
+    path: str | None
+    slower: bool
+
+    def path_for(self, scenario: distsim.Scenario) -> str:
+        if self.path is not None:
+            return self.path
+        # Compute per example: the measured time replaces the FLOP count when it is set.
+        measured = scenario.workload.compute_s_per_sample is not None
+        return "workload.compute_s_per_sample" if measured else "workload.flops_per_sample"
+
+
+KNOBS: tuple[Knob, ...] = (
+    Knob("step_time_vs_inter_bandwidth", "cluster.inter_link.bandwidth_Bps", slower=False),
+    Knob("step_time_vs_intra_bandwidth", "cluster.intra_link.bandwidth_Bps", slower=False),
+    Knob("step_time_vs_inter_latency", "cluster.inter_link.latency_s", slower=True),
+    Knob("step_time_vs_intra_latency", "cluster.intra_link.latency_s", slower=True),
+    Knob("step_time_vs_compute", None, slower=True),
+)
+
+
+def grown(value: float, factor: float, floor: float) -> float:
+    """``value`` grown by ``factor`` (> 1), and by at least ``floor`` (a latency of 0 grows too)."""
+    return max(value * factor, value + floor)
+
+
+def check_monotone(scenario: distsim.Scenario, result: distsim.Result, knob: Knob, factor: float,
+                   floor: float, predict: Callable = distsim.predict) -> list[Violation]:
+    """The step time of ``scenario`` against the same scenario with ``knob`` grown by ``factor``."""
+    path = knob.path_for(scenario)
+    before = scenario.value_at(path)
+    after = grown(before, factor, floor)
+    changed = scenario.replace(path, after)
+    t0, t1 = result.summary.step_time_s, predict(changed).summary.step_time_s
+    wrong = t1 < t0 * (1 - RTOL) if knob.slower else t1 > t0 * (1 + RTOL)
+    if not wrong:
+        return []
+    return [Violation(knob.invariant, f"{path} {before:.6g} -> {after:.6g}: step_time_s {t0:.9g} -> {t1:.9g} "
+                      f"({(t1 / t0 - 1) * 100:+.3g} %)")]
+
+
+# --------------------------------------------------------------------- sweep
+
+_SWEPT = ("step_time_s", "throughput_samples_per_s", "speedup", "strong_speedup", "efficiency", "comm_fraction",
+          "epoch_time_s", "steps_per_epoch", "memory_bytes_per_replica")
+
+
+def sweep_applies(scenario: distsim.Scenario) -> bool:
+    """Sweep evaluates the mean compute time: compare only deterministic scenarios."""
+    return scenario.training.compute_distribution == "deterministic"
+
+
+def check_sweep(scenario: distsim.Scenario, result: distsim.Result) -> list[Violation]:
+    """The one-row sweep of ``scenario`` (its own global batch) against its prediction."""
+    row = distsim.sweep(scenario, {"training.global_batch": [scenario.training.global_batch]})
+    s = result.summary
+    if is_async(scenario):
+        # Documented upper bound: sweep does not count queueing at the PS.
+        swept = float(row["throughput_samples_per_s"][0])
+        if not swept >= s.throughput_samples_per_s * (1 - RTOL):
+            return [Violation("sweep=predict", f"async sweep throughput {swept:.9g} below predict's "
+                              f"{s.throughput_samples_per_s:.9g} (sweep is documented as an upper bound)")]
+        return []
+    bad = []
+    for name in _SWEPT:
+        a, b = float(row[name][0]), float(getattr(s, name))
+        if not abs(a - b) <= RTOL * max(abs(a), abs(b)):
+            bad.append(f"{name}: sweep {a:.9g}, predict {b:.9g}")
+    return [Violation("sweep=predict", "; ".join(bad))] if bad else []

@@ -1,0 +1,88 @@
+"""Physical invariants of ``distsim.predict`` over random valid scenarios (issue 24, item 5).
+
+Scenarios come from ``tests/scenario_strategies.py`` (every strategy,
+device, link, grouping, protocol, PS knob, topology, compute distribution,
+prefetch, shard policy and straggler); the checks from
+``tests/physical_invariants.py``, whose docstring says why each must hold.
+None of them compares the engine with itself: each is a statement about
+time and work that any correct model obeys.
+
+About 2,000 examples in all (the ``max_examples`` below), derandomized so
+CI draws the same scenarios every run; ``benchmarks/bench_invariants.py``
+runs the same checks over 100,000. A failure prints the violation, and
+hypothesis prints the falsifying scenario as the ``make_scenario(...)``
+call that rebuilds it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import distsim
+import physical_invariants as inv
+from scenario_strategies import scenarios
+
+_SETTINGS = dict(derandomize=True, deadline=None, database=None, print_blob=False,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+
+#: A growth factor of a monotonicity knob: 1 % to 100x.
+FACTORS = st.floats(1.01, 100.0)
+#: The least a latency grows by (a link with latency 0 must grow too), seconds.
+LATENCY_FLOOR_S = 1e-6
+
+
+def _assert_none(found: list[inv.Violation], only: str | None = None) -> None:
+    # The falsifying example hypothesis prints is the make_scenario(...) call that rebuilds it.
+    found = [v for v in found if only is None or v.invariant == only]
+    assert not found, "; ".join(f"{v.invariant}: {v.detail}" for v in found)
+
+
+def _only(invariant: str, case) -> None:
+    _assert_none(inv.check_summary(case.scenario, distsim.predict(case.scenario)), invariant)
+
+
+@settings(max_examples=300, **_SETTINGS)
+@given(scenarios())
+def test_every_summary_number_is_finite_and_positive(case):
+    _only("finite_positive", case)
+
+
+@settings(max_examples=300, **_SETTINGS)
+@given(scenarios())
+def test_efficiency_is_at_most_one(case):
+    _only("efficiency<=1", case)
+
+
+@settings(max_examples=200, **_SETTINGS)
+@given(scenarios())
+def test_strong_speedup_is_at_most_the_replicas(case):
+    _only("strong_speedup<=N", case)
+
+
+@settings(max_examples=200, **_SETTINGS)
+@given(scenarios(strategies=inv.ALONE, one_replica=True))
+def test_one_replica_alone_has_efficiency_one_under_any_noise(case):
+    # The one-replica scenario *is* the baseline: nothing to wait for, nothing to send.
+    _only("one_replica_efficiency=1", case)
+
+
+@settings(max_examples=300, **_SETTINGS)
+@given(scenarios())
+def test_throughput_times_epoch_time_is_the_epoch_within_one_global_batch(case):
+    _only("throughput*epoch=examples", case)
+
+
+@pytest.mark.parametrize("knob", inv.KNOBS, ids=[k.invariant for k in inv.KNOBS])
+@settings(max_examples=100, **_SETTINGS)
+@given(case=scenarios(), factor=FACTORS)
+def test_step_time_moves_the_right_way(knob, case, factor):
+    """More bandwidth never lengthens a step; more latency or compute per example never shortens it."""
+    _assert_none(inv.check_monotone(case.scenario, distsim.predict(case.scenario), knob, factor, LATENCY_FLOOR_S))
+
+
+@settings(max_examples=200, **_SETTINGS)
+@given(scenarios(distributions=("deterministic",)))
+def test_a_sweep_row_is_the_prediction(case):
+    _assert_none(inv.check_sweep(case.scenario, distsim.predict(case.scenario)))
