@@ -126,10 +126,12 @@ def check_train_mnist(fn, strategy, examples: int = 1280, per_replica: int = 32)
 # ---- 07, Exercise 1: a custom training step under CentralStorageStrategy -----------------------------------------
 
 def _mlp(seed: int = 0):
+    """A small MLP whose initial weights depend on `seed` only (seeded initializers: no global seed is touched)."""
     import tensorflow as tf
-    tf.keras.utils.set_random_seed(seed)
+    init = tf.keras.initializers.GlorotUniform
     return tf.keras.Sequential([tf.keras.layers.Flatten(input_shape=(28, 28)),
-                                tf.keras.layers.Dense(32, activation="relu"), tf.keras.layers.Dense(10)])
+                                tf.keras.layers.Dense(32, activation="relu", kernel_initializer=init(seed)),
+                                tf.keras.layers.Dense(10, kernel_initializer=init(seed + 1))])
 
 
 def _one_device_step(x, y, lr):
@@ -329,3 +331,76 @@ def check_resumable(fn) -> str:
     if gap > 1e-6:   # the same arithmetic in the same order: a faithful resume differs by rounding at most
         return f"Not yet: resumed at epoch {first_epoch}, but the weights end {gap:.1e} away from an uninterrupted run."
     return f"Right: the relaunch resumed at epoch {first_epoch} and ended with an uninterrupted run's weights."
+
+
+# ---- 05, Exercise 3 and 06, Exercise 3: clusters from TF_CONFIGs, launched for real -----------------------------
+
+def _same_cluster_problems(configs) -> list[str]:
+    """Problems with validated TF_CONFIGs meant to form one cluster: a different cluster, a task twice or never."""
+    from distsim.real import build_tf_configs, task_name
+    problems = [f"{task_name(c)} lists a different cluster" for c in configs if c["cluster"] != configs[0]["cluster"]]
+    names = [task_name(c) for c in configs if c["task"]["type"] != "evaluator"]
+    problems += [f"{n} is claimed {names.count(n)} times" for n in sorted(set(names)) if names.count(n) > 1]
+    problems += [f"nobody is {n}" for n in (task_name(c) for c in build_tf_configs(configs[0]["cluster"]))
+                 if n not in names]
+    return problems
+
+
+def _validated(fn, ports):
+    """(the learner's configs, validated, or None; the problem, or None)."""
+    from distsim.real import validate_tf_config
+    try:
+        return [validate_tf_config(c, localhost_only=True) for c in fn(list(ports))], None
+    except Exception as exc:   # the learner's function, or the validator, said no: pass the message on
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def check_three_workers(fn, workdir=None) -> str:
+    """05 Ex3: fn(ports) gives the TF_CONFIGs of a 3-worker MultiWorkerMirroredStrategy cluster on localhost; the
+    three processes, launched with them, must train one model."""
+    import json
+    import sys
+
+    from distsim.real import Task, free_ports, launch, script_path, task_name
+    configs, problem = _validated(fn, free_ports(3))
+    if problem:
+        return f"Not yet: {problem}"
+    workers = configs[0]["cluster"].get("worker", []) if configs else []
+    if len(configs) != 3 or len(workers) != 3:
+        return f"Not yet: {len(configs)} config(s) for a cluster listing {len(workers)} worker(s); three of each."
+    if problems := _same_cluster_problems(configs):
+        return "Not yet: " + "; ".join(problems)
+    fit = [sys.executable, str(script_path("mnist_fit")), "--strategy", "multi_worker_mirrored",
+           "--communication", "ring", "--batch", "16", "--steps", "3"]
+    tasks = [Task(task_name(c), fit, env={"TF_CONFIG": json.dumps(c)}) for c in configs]
+    outcome = launch(tasks, Path(workdir or tempfile.mkdtemp(prefix="distsim-ex05-")), timeout_s=240)
+    if not outcome.ok:
+        return f"Not yet: the cluster did not train ({outcome.status}: {outcome.reason})."
+    reports = {t.name: [ln for ln in t.log_text().splitlines() if ln.startswith('{"loss"')][-1] for t in outcome.tasks}
+    if len(set(reports.values())) != 1:
+        return f"Not yet: the workers report different losses, so they trained different models: {reports}"
+    return "Right: three processes, one cluster, one model: every worker reports the same losses."
+
+
+def check_ps_cluster(fn, workdir=None) -> str:
+    """06 Ex3: fn(ports) gives the TF_CONFIGs of a chief, 2 workers and 1 PS on localhost, in that port order;
+    mnist_ps.py launched with them must train 20 updates."""
+    import json
+    import sys
+
+    from distsim.real import Task, free_ports, launch, script_path, task_name
+    configs, problem = _validated(fn, free_ports(4))
+    if problem:
+        return f"Not yet: {problem}"
+    jobs = {job: len(addresses) for job, addresses in configs[0]["cluster"].items()} if configs else {}
+    if jobs != {"chief": 1, "worker": 2, "ps": 1}:
+        return f"Not yet: the cluster has jobs {jobs}; a coordinator, two workers and a parameter server are wanted."
+    if problems := _same_cluster_problems(configs):
+        return "Not yet: " + "; ".join(problems)
+    command = [sys.executable, str(script_path("mnist_ps")), "--steps", "20"]
+    tasks = [Task(task_name(c), command, env={"TF_CONFIG": json.dumps(c)}, must_exit=c["task"]["type"] == "chief",
+                  **({"ready_pattern": None} if c["task"]["type"] == "chief" else {})) for c in configs]
+    outcome = launch(tasks, Path(workdir or tempfile.mkdtemp(prefix="distsim-ex06-")), timeout_s=240)
+    if not outcome.ok:
+        return f"Not yet: the cluster did not train ({outcome.status}: {outcome.reason})."
+    return "Right: the chief coordinated 20 updates on two workers, with the variables on the parameter server."

@@ -25,6 +25,8 @@ ANSWERS = ROOT / "tests" / "exercise_answers"
 CASES = {
     "02": ("02_ex4.py", {"02_ex4_wrong.py": "points another way"}),
     "04": ("04_ex1.py", {"04_ex1_wrong.py": "fit ran 2 epochs", "04_ex1_wrong2.py": "each of the 4 replicas got 8"}),
+    "05": ("05_ex3.py", {"05_ex3_wrong.py": "worker0 is claimed 3 times"}),
+    "06": ("06_ex3.py", {"06_ex3_wrong.py": "the cluster has jobs {'chief': 1, 'worker': 3}"}),
     "07": ("07_ex1.py", {"07_ex1_wrong.py": "divide by the global batch"}),
     "08": ("08_ex4.py", {"08_ex4_wrong.py": "Does shuffling happen before the epochs are repeated",
                         "08_ex4_wrong2.py": "give each input pipeline its own shard"}),
@@ -45,7 +47,15 @@ def verdicts(notebook: str) -> dict[str, str]:
     return {Path(k).name: v for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
 
-@pytest.mark.parametrize("notebook", sorted(CASES))
+#: Their checkers launch a cluster of 3 or 4 TensorFlow processes for each right answer.
+LAUNCHING = ("05", "06")
+
+
+def by_cost(notebook: str):
+    return pytest.param(notebook, marks=[pytest.mark.slow] * (notebook in LAUNCHING))
+
+
+@pytest.mark.parametrize("notebook", [by_cost(nb) for nb in sorted(CASES)])
 def test_the_solution_and_an_idiomatic_variant_are_right(notebook):
     solution = CASES[notebook][0]
     got = verdicts(notebook)
@@ -53,7 +63,9 @@ def test_the_solution_and_an_idiomatic_variant_are_right(notebook):
     assert got[f"{solution[:-3]}_idiomatic.py"].startswith("Right:"), got
 
 
-@pytest.mark.parametrize("notebook, wrong, hint", [(nb, w, h) for nb, (_, ws) in CASES.items() for w, h in ws.items()])
+@pytest.mark.parametrize("notebook, wrong, hint", [
+    pytest.param(nb, w, h, marks=[pytest.mark.slow] * (nb in LAUNCHING)) for nb, (_, ws) in CASES.items()
+    for w, h in ws.items()])
 def test_a_wrong_answer_gets_a_hint_naming_its_mistake(notebook, wrong, hint):
     got = verdicts(notebook)[wrong]
     assert got.startswith("Not yet:") and hint in got, got
