@@ -85,12 +85,18 @@ def check_weighted_loss(fn, strategy) -> str:
         if np.abs(got - want).max() <= 1e-5:   # float32 sums in another order differ by ~1e-7
             continue
         cosine = float(got @ want / (np.linalg.norm(got) * np.linalg.norm(want) + 1e-30))
-        if cosine < 1 - 1e-4:   # same direction up to rounding, or the examples are weighted wrongly
+        length = float(np.linalg.norm(got) / np.linalg.norm(want))
+        # Far off in direction (cosine < 0.99, about 8 degrees): the weights are wrong, whatever the length. Nearly
+        # the right direction but the wrong length: the division is wrong (replicas dividing by their own totals
+        # also tilt the sum a little, which is why the length is judged first there).
+        if cosine < -0.99:
+            return (f"Not yet: on {label} the summed gradient points the opposite way to the one-device one (cosine "
+                    f"{cosine:.4f}): gradient descent would climb the loss. Is your loss negated?")
+        if cosine < 0.99 or abs(length - 1) <= 0.01:
             return (f"Not yet: on {label} the summed gradient points another way than the one-device one (cosine "
                     f"{cosine:.4f}), so the examples count with the wrong weights: does every example's loss get "
                     "its weight, and does every replica divide by the same total?")
-        return (f"Not yet: on {label} the summed gradient points the right way but is "
-                f"{np.linalg.norm(got) / np.linalg.norm(want):.2f} times as long as the one-device one. The "
+        return (f"Not yet: on {label} the summed gradient is {length:.2f} times as long as the one-device one. The "
                 "all-reduce adds the replicas' gradients: what must each replica divide by, and which call inside "
                 "strategy.run tells it a total over all replicas?")
     return "Right: on both batches the replicas' gradients add up to the one-device gradient of the weighted mean."
@@ -404,3 +410,99 @@ def check_ps_cluster(fn, workdir=None) -> str:
     if not outcome.ok:
         return f"Not yet: the cluster did not train ({outcome.status}: {outcome.reason})."
     return "Right: the chief coordinated 20 updates on two workers, with the variables on the parameter server."
+
+
+# ---- 06b, Exercise 2: a variable partitioner ---------------------------------------------------------------------
+
+def run_partition_demo(*args, legacy_keras=True, timeout_s=240) -> str:
+    """Run scripts/ps_partition_demo.py (an in-process PS cluster) in a fresh process; return what it printed."""
+    import os
+    import subprocess
+    import sys
+
+    from distsim.real import script_path
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1" if legacy_keras else "0", "TF_CPP_MIN_LOG_LEVEL": "3",
+           "PYTHONWARNINGS": "ignore"}
+    done = subprocess.run([sys.executable, str(script_path("ps_partition_demo")), *args], env=env,
+                          capture_output=True, text=True, timeout=timeout_s)   # on timeout the process is killed
+    return done.stdout if done.returncode == 0 else done.stdout + done.stderr[-2000:]
+
+
+def bytes_per_ps(printed: str) -> dict[str, int]:
+    """Float32 bytes of every variable part on each PS task, from the demo's output."""
+    import re
+    out: dict[str, int] = {}
+    for shape, task in re.findall(r"\(([\d, ]+)\) on /job:ps/task:(\d)", printed):
+        out[task] = out.get(task, 0) + 4 * int(np.prod([int(d) for d in shape.split(",") if d.strip()]))
+    return out
+
+
+def check_partitioner(fn, num_ps: int = 2, workdir=None) -> str:
+    """06b Ex2: make_partitioner(num_ps), run in the demo's fresh process, must leave each of 2 PS 40-60 % of the
+    MLP's bytes."""
+    import inspect
+    path = Path(workdir or tempfile.mkdtemp(prefix="distsim-ex06b-")) / "partitioner.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(inspect.getsource(fn))
+    printed = run_partition_demo("--ps", str(num_ps), "--partitioner-file", str(path))
+    if "4 steps ran" not in printed:
+        return "Not yet: the script failed with your partitioner:\n" + printed[-600:]
+    per_ps = bytes_per_ps(printed)
+    shares = {f"ps {k}": f"{v / sum(per_ps.values()):.1%}" for k, v in sorted(per_ps.items())}
+    if len(per_ps) < num_ps or max(per_ps.values()) > 0.6 * sum(per_ps.values()):
+        return f"Not yet: the bytes per parameter server are {shares}. Which variable carries most of them?"
+    return f"Right: {shares}; each server now serves about half of every push and pull."
+
+
+# ---- 05b, Exercise 3: a MultiWorkerMirroredStrategy fit from TF_CONFIG, on a real two-process cluster -----------
+
+_WORKER_SCRIPT = '''
+import json
+import numpy as np
+{source}
+model = {name}()
+weights = np.concatenate([w.ravel() for w in model.get_weights()])
+strategy = model.distribute_strategy
+print("distsim-exercise " + json.dumps({{"strategy": type(strategy).__name__,
+    "replicas": int(strategy.num_replicas_in_sync), "steps": int(model.optimizer.iterations.numpy()),
+    "weights": [float(weights.sum()), float(np.abs(weights).sum())]}}), flush=True)
+'''
+
+
+def _worker_report(task) -> dict | None:
+    import json
+    lines = [ln for ln in task.log_text().splitlines() if ln.startswith("distsim-exercise ")]
+    return json.loads(lines[-1].split(" ", 1)[1]) if lines else None
+
+
+def check_multi_worker_fit(fn, workdir=None, workers: int = 2, steps: int = 5) -> str:
+    """05b Ex3: fn(), run in each of `workers` fresh processes with its TF_CONFIG set, must train ONE model with
+    MultiWorkerMirroredStrategy for `steps` steps and return it."""
+    import inspect
+    import json
+    import sys
+
+    from distsim.real import Task, build_tf_configs, launch, localhost_cluster
+    work = Path(workdir or tempfile.mkdtemp(prefix="distsim-ex05b-"))
+    work.mkdir(parents=True, exist_ok=True)
+    script = work / "worker.py"
+    script.write_text(_WORKER_SCRIPT.format(source=inspect.getsource(fn), name=fn.__name__))
+    tasks = [Task(f"worker{i}", [sys.executable, str(script)], env={"TF_CONFIG": json.dumps(c)}, ready_pattern=None)
+             for i, c in enumerate(build_tf_configs(localhost_cluster(workers)))]
+    outcome = launch(tasks, work / "cluster", timeout_s=240)
+    reports = {t.name: _worker_report(t) for t in outcome.tasks}
+    if not outcome.ok or None in reports.values():
+        failed = next((t for t in outcome.tasks if _worker_report(t) is None), outcome.tasks[0])
+        last = [ln for ln in failed.log_text().splitlines() if ln.strip()][-1:] or ["(no output)"]
+        return f"Not yet: the cluster did not train ({outcome.status}); {failed.name}'s last line: {last[0][:300]}"
+    first = reports["worker0"]
+    if first["strategy"] != "MultiWorkerMirroredStrategy" or first["replicas"] != workers:
+        return (f"Not yet: each worker trained under {first['strategy']} with {first['replicas']} replica(s) in "
+                f"sync, so the {workers} processes trained {workers} separate models. Which strategy reads "
+                "TF_CONFIG and joins the cluster?")
+    if first["steps"] != steps:
+        return f"Not yet: the model took {first['steps']} optimizer steps; {steps} are asked (steps_per_epoch)."
+    if any(r["weights"] != first["weights"] for r in reports.values()):
+        return "Not yet: the workers end with different weights, so they did not train one model."
+    return (f"Right: {workers} processes, one MultiWorkerMirroredStrategy with {workers} replicas in sync, {steps} "
+            "steps, and every worker ends with the same weights.")

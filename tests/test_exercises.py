@@ -23,10 +23,13 @@ ANSWERS = ROOT / "tests" / "exercise_answers"
 
 #: notebook -> (solution file, {wrong answer file: words its hint must contain})
 CASES = {
-    "02": ("02_ex4.py", {"02_ex4_wrong.py": "points another way"}),
+    "02": ("02_ex4.py", {"02_ex4_wrong.py": "points another way", "02_ex4_wrong2.py": "4.00 times as long",
+                        "02_ex4_wrong3.py": "points the opposite way"}),
     "04": ("04_ex1.py", {"04_ex1_wrong.py": "fit ran 2 epochs", "04_ex1_wrong2.py": "each of the 4 replicas got 8"}),
     "05": ("05_ex3.py", {"05_ex3_wrong.py": "worker0 is claimed 3 times"}),
+    "05b": ("05b_ex3.py", {"05b_ex3_wrong.py": "each worker trained under MirroredStrategy with 1 replica(s)"}),
     "06": ("06_ex3.py", {"06_ex3_wrong.py": "the cluster has jobs {'chief': 1, 'worker': 3}"}),
+    "06b": ("06b_ex2.py", {"06b_ex2_wrong.py": "Which variable carries most of them?"}),
     "07": ("07_ex1.py", {"07_ex1_wrong.py": "divide by the global batch"}),
     "08": ("08_ex4.py", {"08_ex4_wrong.py": "Does shuffling happen before the epochs are repeated",
                         "08_ex4_wrong2.py": "give each input pipeline its own shard"}),
@@ -47,8 +50,8 @@ def verdicts(notebook: str) -> dict[str, str]:
     return {Path(k).name: v for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
 
-#: Their checkers launch a cluster of 3 or 4 TensorFlow processes for each right answer.
-LAUNCHING = ("05", "06")
+#: Their checkers launch a cluster of 2 to 4 TensorFlow processes for each answer that passes validation.
+LAUNCHING = ("05", "05b", "06")
 
 
 def by_cost(notebook: str):
