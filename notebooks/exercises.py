@@ -446,7 +446,8 @@ def check_partitioner(fn, num_ps: int = 2, workdir=None) -> str:
     path.write_text(inspect.getsource(fn))
     printed = run_partition_demo("--ps", str(num_ps), "--partitioner-file", str(path))
     if "4 steps ran" not in printed:
-        return "Not yet: the script failed with your partitioner:\n" + printed[-600:]
+        last = [ln for ln in printed.splitlines() if ln.strip()][-1:] or ["(no output)"]
+        return f"Not yet: the script failed with your partitioner: {last[0][:300]}"
     per_ps = bytes_per_ps(printed)
     shares = {f"ps {k}": f"{v / sum(per_ps.values()):.1%}" for k, v in sorted(per_ps.items())}
     if len(per_ps) < num_ps or max(per_ps.values()) > 0.6 * sum(per_ps.values()):
@@ -461,9 +462,11 @@ import json
 import numpy as np
 {source}
 model = {name}()
+import tensorflow as tf  # noqa: E402  (after the learner's function, which must create the strategy first)
 weights = np.concatenate([w.ravel() for w in model.get_weights()])
 strategy = model.distribute_strategy
 print("distsim-exercise " + json.dumps({{"strategy": type(strategy).__name__,
+    "multi_worker": isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy),
     "replicas": int(strategy.num_replicas_in_sync), "steps": int(model.optimizer.iterations.numpy()),
     "weights": [float(weights.sum()), float(np.abs(weights).sum())]}}), flush=True)
 '''
@@ -496,7 +499,7 @@ def check_multi_worker_fit(fn, workdir=None, workers: int = 2, steps: int = 5) -
         last = [ln for ln in failed.log_text().splitlines() if ln.strip()][-1:] or ["(no output)"]
         return f"Not yet: the cluster did not train ({outcome.status}); {failed.name}'s last line: {last[0][:300]}"
     first = reports["worker0"]
-    if first["strategy"] != "MultiWorkerMirroredStrategy" or first["replicas"] != workers:
+    if not first["multi_worker"] or first["replicas"] != workers:
         return (f"Not yet: each worker trained under {first['strategy']} with {first['replicas']} replica(s) in "
                 f"sync, so the {workers} processes trained {workers} separate models. Which strategy reads "
                 "TF_CONFIG and joins the cluster?")
