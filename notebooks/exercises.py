@@ -437,10 +437,22 @@ def bytes_per_ps(printed: str) -> dict[str, int]:
     return out
 
 
-def check_partitioner(fn, num_ps: int = 2, workdir=None) -> str:
-    """06b Ex2: make_partitioner(num_ps), run in the demo's fresh process, must leave each of 2 PS 40-60 % of the
-    MLP's bytes."""
+def _part_bytes(printed: str) -> dict[str, list[int]]:
+    """Float32 bytes of each part of every variable ("dense/kernel": [bytes, ...]), from the demo's output."""
+    import re
+    out = {}
+    for line in printed.splitlines():
+        parts = re.findall(r"\(([\d, ]+)\) on /job:ps/task:\d", line)
+        if parts and "/" in line.split()[0]:
+            out[line.split()[0]] = [4 * int(np.prod([int(d) for d in shape.split(",") if d.strip()])) for shape in parts]
+    return out
+
+
+def check_partitioner(fn, num_ps: int = 2, workdir=None, max_part_bytes: int = 128 * 1024) -> str:
+    """06b Ex2: make_partitioner(num_ps), run in the demo's fresh process, must keep every variable part within
+    `max_part_bytes`, with as few parts as that allows."""
     import inspect
+    import math
     path = Path(workdir or tempfile.mkdtemp(prefix="distsim-ex06b-")) / "partitioner.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(inspect.getsource(fn))
@@ -448,11 +460,17 @@ def check_partitioner(fn, num_ps: int = 2, workdir=None) -> str:
     if "4 steps ran" not in printed:
         last = [ln for ln in printed.splitlines() if ln.strip()][-1:] or ["(no output)"]
         return f"Not yet: the script failed with your partitioner: {last[0][:300]}"
-    per_ps = bytes_per_ps(printed)
-    shares = {f"ps {k}": f"{v / sum(per_ps.values()):.1%}" for k, v in sorted(per_ps.items())}
-    if len(per_ps) < num_ps or max(per_ps.values()) > 0.6 * sum(per_ps.values()):
-        return f"Not yet: the bytes per parameter server are {shares}. Which variable carries most of them?"
-    return f"Right: {shares}; each server now serves about half of every push and pull."
+    parts = _part_bytes(printed)
+    name, biggest = max(((n, max(b)) for n, b in parts.items()), key=lambda nb: nb[1])
+    if biggest > max_part_bytes:
+        return (f"Not yet: a part of {name} holds {biggest:,} bytes, over the {max_part_bytes:,} asked. Which of "
+                "TensorFlow's partitioners bounds the size of a shard rather than its minimum?")
+    fewest = {n: math.ceil(sum(b) / max_part_bytes) for n, b in parts.items()}
+    if extra := {n: len(b) for n, b in parts.items() if len(b) > fewest[n]}:
+        return (f"Not yet: every part is small enough, but {extra} parts where {({n: fewest[n] for n in extra})} "
+                "would do: each extra part is one more message per push and pull.")
+    return (f"Right: {sum(len(b) for b in parts.values())} parts, none over {max_part_bytes:,} bytes (the largest "
+            f"holds {biggest:,}), and no variable cut into more parts than that needs.")
 
 
 # ---- 05b, Exercise 3: a MultiWorkerMirroredStrategy fit from TF_CONFIG, on a real two-process cluster -----------

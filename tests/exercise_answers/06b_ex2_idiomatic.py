@@ -1,5 +1,8 @@
-# Shards of at least 256 KiB, at most one per PS: the 401 kB kernel splits in two, the small variables stay whole.
+# A partitioner is any callable (shape, dtype) -> parts per axis: cut axis 0 into just enough parts of 128 KiB.
 def make_partitioner(num_ps):
-    import tensorflow as tf
-    partitioners = tf.distribute.experimental.partitioners
-    return partitioners.MinSizePartitioner(min_shard_bytes=256 << 10, max_shards=num_ps)
+    import math
+
+    def partitioner(shape, dtype):
+        nbytes = shape.num_elements() * dtype.size
+        return [max(1, math.ceil(nbytes / (128 << 10)))] + [1] * (len(shape) - 1)
+    return partitioner
