@@ -1,0 +1,529 @@
+"""The checkers of the workbook's TensorFlow exercises, one ``check_<name>`` per exercise.
+
+Each takes the learner's function (and the notebook's strategy where the exercise is about one), runs it with
+real TensorFlow, and returns one line: ``"Right: ..."`` or ``"Not yet: <what is actually wrong>"``. A notebook's
+exercise cell calls its checker in one line; ``tests/test_exercises.py`` feeds every checker the solution in
+``solutions/``, an idiomatic variant and a wrong answer. TensorFlow is imported inside the functions, so
+importing this module starts nothing.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+
+def _failed(exc: BaseException) -> str:
+    """The learner's code raised: its first line, as a hint rather than a traceback."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"Not yet: your code raised {type(exc).__name__}: {first[:200]}"
+
+
+# ---- 02, Exercise 4: a weighted loss under a strategy ----------------------------------------------------------
+
+def _example_weights(y):
+    """The check's weight of each example: 1, 2 or 3, by its label."""
+    return (1.0 + (y % 3)).astype(np.float32)
+
+
+def _weighted_setup(strategy):
+    """The check's network (no L2: the loss is the data term only) and its two batches: full, and uneven."""
+    from distsim.datasets import mnist_subset
+    from distsim.numerics import SoftmaxRegression
+    from distsim.real import load_script
+
+    data = mnist_subset(1030, 1)
+    with strategy.scope():
+        net = load_script("mnist_fit").build_model(SoftmaxRegression().name, seed=0)
+    batches = {"a full batch": (data.x_train[:256], data.y_train[:256]),
+               "the uneven last batch": (data.x_train[1024:1030], data.y_train[1024:1030])}
+    return net, batches
+
+
+def _one_device_gradient(net, x, y):
+    """The reference: the gradient of the weighted mean loss over the whole batch, on one device, flat."""
+    import tensorflow as tf
+    with tf.GradientTape() as tape:
+        per_example = tf.keras.losses.sparse_categorical_crossentropy(y, net(x), from_logits=True)
+        w = _example_weights(y)
+        loss = tf.reduce_sum(w * per_example) / tf.reduce_sum(w)
+    return np.concatenate([g.numpy().ravel() for g in tape.gradient(loss, net.trainable_variables)])
+
+
+def _summed_gradient(strategy, net, loss_fn, x, y):
+    """The all-reduced gradient when every replica differentiates loss_fn(labels, logits, weights) on its share."""
+    import tensorflow as tf
+
+    def gradient(x, y, w):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, net(x), w)
+        return tape.gradient(loss, net.trainable_variables)
+
+    @tf.function
+    def step(x, y, w):
+        summed = strategy.reduce("sum", strategy.run(gradient, args=(x, y, w)), axis=None)
+        return tf.concat([tf.reshape(g, [-1]) for g in summed], axis=0)
+
+    ds = tf.data.Dataset.from_tensor_slices((x, y, _example_weights(y))).batch(len(x))
+    return step(*next(iter(strategy.experimental_distribute_dataset(ds)))).numpy()
+
+
+def check_weighted_loss(fn, strategy) -> str:
+    """02 Ex4: fn(labels, logits, weights) is one replica's loss; the replicas' gradients must add up to the
+    one-device gradient of the weighted mean, on a full batch and on a batch that leaves a replica empty."""
+    net, batches = _weighted_setup(strategy)
+    for label, (x, y) in batches.items():
+        try:
+            got = _summed_gradient(strategy, net, fn, x, y)
+        except Exception as exc:   # the learner's code failed inside TensorFlow: pass the first line on
+            return _failed(exc).replace("your code raised", f"on {label} your function raised")
+        if not np.all(np.isfinite(got)):
+            return f"Not yet: on {label} the gradient has NaN or inf. Does a replica with no examples divide by zero?"
+        want = _one_device_gradient(net, x, y)
+        if np.abs(got - want).max() <= 1e-5:   # float32 sums in another order differ by ~1e-7
+            continue
+        cosine = float(got @ want / (np.linalg.norm(got) * np.linalg.norm(want) + 1e-30))
+        length = float(np.linalg.norm(got) / np.linalg.norm(want))
+        # Far off in direction (cosine < 0.99, about 8 degrees): the weights are wrong, whatever the length. Nearly
+        # the right direction but the wrong length: the division is wrong (replicas dividing by their own totals
+        # also tilt the sum a little, which is why the length is judged first there).
+        if cosine < -0.99:
+            return (f"Not yet: on {label} the summed gradient points the opposite way to the one-device one (cosine "
+                    f"{cosine:.4f}): gradient descent would climb the loss. Is your loss negated?")
+        if cosine < 0.99 or abs(length - 1) <= 0.01:
+            return (f"Not yet: on {label} the summed gradient points another way than the one-device one (cosine "
+                    f"{cosine:.4f}), so the examples count with the wrong weights: does every example's loss get "
+                    "its weight, and does every replica divide by the same total?")
+        return (f"Not yet: on {label} the summed gradient is {length:.2f} times as long as the one-device one. The "
+                "all-reduce adds the replicas' gradients: what must each replica divide by, and which call inside "
+                "strategy.run tells it a total over all replicas?")
+    return "Right: on both batches the replicas' gradients add up to the one-device gradient of the weighted mean."
+
+
+# ---- 04, Exercise 1: fit under MirroredStrategy ------------------------------------------------------------------
+
+def check_train_mnist(fn, strategy, examples: int = 1280, per_replica: int = 32) -> str:
+    """04 Ex1: fn(strategy, x, y, per_replica_batch) trains one epoch with per_replica examples on every replica."""
+    from distsim.datasets import mnist_subset
+    data = mnist_subset(examples, 1)
+    try:
+        model = fn(strategy, data.x_train, data.y_train, per_replica)
+    except Exception as exc:   # report any failure of the learner's code as a hint, not a traceback
+        return _failed(exc)
+    kind = type(model.weights[0]).__name__
+    if kind != "MirroredVariable":
+        return (f"Not yet: the model's variables are {kind}s, so they belong to no strategy and fit trains on one "
+                "device. Which Python block makes variables belong to a strategy?")
+    history = getattr(model, "history", None)
+    epochs = len(getattr(history, "epoch", []))
+    if epochs != 1:
+        return f"Not yet: fit ran {epochs} epochs; one epoch is asked (fit's epochs argument)."
+    steps = int(model.optimizer.iterations.numpy())
+    per_step = examples / max(steps, 1)
+    replicas = strategy.num_replicas_in_sync
+    if per_step != per_replica * replicas:
+        return (f"Not yet: fit took {steps} steps for {examples} examples, {per_step:g} examples per step in all, "
+                f"so each of the {replicas} replicas got {per_step / replicas:g}. What does fit's batch_size count?")
+    return f"Right: mirrored variables, and {steps} steps of {per_step:g} examples: {per_replica} on each replica."
+
+
+# ---- 07, Exercise 1: a custom training step under CentralStorageStrategy -----------------------------------------
+
+def _mlp(seed: int = 0):
+    """A small MLP whose initial weights depend on `seed` only (seeded initializers: no global seed is touched)."""
+    import tensorflow as tf
+    init = tf.keras.initializers.GlorotUniform
+    return tf.keras.Sequential([tf.keras.layers.Flatten(input_shape=(28, 28)),
+                                tf.keras.layers.Dense(32, activation="relu", kernel_initializer=init(seed)),
+                                tf.keras.layers.Dense(10, kernel_initializer=init(seed + 1))])
+
+
+def _one_device_step(x, y, lr):
+    """The reference: one SGD step on the whole batch's mean loss, on one device. Returns (loss, weights)."""
+    import tensorflow as tf
+    model = _mlp()
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(y, model(x), from_logits=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    return float(loss), [(w - lr * g).numpy() for w, g in zip(model.trainable_variables, grads)]
+
+
+def check_central_step(fn, devices, batch: int = 64, lr: float = 0.1) -> str:
+    """07 Ex1: fn(strategy, model, optimizer, dist_batch, global_batch) takes one step and returns the global batch's mean loss
+    as a number; run under CentralStorageStrategy it must match one SGD step on one device."""
+    import tensorflow as tf
+
+    from distsim.datasets import mnist_subset
+    data = mnist_subset(batch, 1)
+    x, y = data.x_train, data.y_train.astype(np.int64)
+    strategy = tf.distribute.experimental.CentralStorageStrategy(compute_devices=list(devices),
+                                                                 parameter_device="/cpu:0")
+    with strategy.scope():
+        model, optimizer = _mlp(), tf.keras.optimizers.SGD(lr)
+    dist = next(iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices((x, y)).batch(batch))))
+    loss = None
+    try:
+        loss = fn(strategy, model, optimizer, dist, batch)
+        loss = float(loss)
+    except Exception as exc:   # e.g. a PerReplica loss that float() cannot take
+        return _failed(exc) + (" (a per-replica value: reduce it with strategy.reduce)" if "PerReplica" in str(exc)
+                               or "PerReplica" in type(loss).__name__ else "")
+    want_loss, want_weights = _one_device_step(x, y, lr)
+    gap = max(float(np.abs(a - b).max()) for a, b in zip(model.get_weights(), want_weights))
+    moved = max(float(np.abs(a - b).max()) for a, b in zip(model.get_weights(), _mlp().get_weights()))
+    if moved == 0:
+        return "Not yet: the weights did not move: apply the gradients with the optimizer inside strategy.run."
+    if gap > 1e-5:   # float32 sums in another order differ by ~1e-7; a wrongly scaled update by far more
+        return (f"Not yet: the weights end {gap:.1e} away from one step on one device. The replicas' gradients are "
+                "summed: does each replica's loss divide by the global batch (tf.nn.compute_average_loss)?")
+    if abs(loss - want_loss) > 1e-5 * max(1.0, want_loss):   # the same sums, rounded in float32
+        return (f"Not yet: the step is right, but you returned {loss:.4f} where the global batch's mean loss is "
+                f"{want_loss:.4f}. How should strategy.reduce combine the replicas' scaled losses?")
+    return (f"Right: one step under CentralStorageStrategy on {strategy.num_replicas_in_sync} replicas equals one "
+            f"step on one device (weights within {gap:.0e}), and the loss {loss:.4f} is the batch's mean.")
+
+
+# ---- 08, Exercise 4: a dataset_fn for two workers ----------------------------------------------------------------
+
+DATASET_FN_EXAMPLES, DATASET_FN_GLOBAL_BATCH, DATASET_FN_EPOCHS = 64, 16, 2
+
+
+def _pipeline_batches(ds, wanted: int) -> list[list[int]]:
+    """The first `wanted` batches, iterating the dataset again when it ends, as fit does once per epoch."""
+    out: list[list[int]] = []
+    while len(out) < wanted:
+        before = len(out)
+        for b in ds:
+            out.append(b.numpy().tolist())
+            if len(out) == wanted:
+                break
+        if len(out) == before:   # an empty pass: the dataset has nothing more to give
+            break
+    return out
+
+
+def _epoch(batches, e, per_epoch):
+    """The example numbers of epoch e (from 0) in one pipeline's batches, in order."""
+    return [x for b in batches[e * per_epoch:(e + 1) * per_epoch] for x in b]
+
+
+def _cluster_problem(fn, pipelines, replicas, examples, global_batch, epochs):
+    """The first thing wrong with fn's batches on a cluster of `pipelines` workers, or None."""
+    import tensorflow as tf
+    per_replica = global_batch // replicas
+    per_epoch = examples // pipelines // per_replica                     # batches per pipeline per epoch
+    batches = []
+    for pid in range(pipelines):
+        ctx = tf.distribute.InputContext(num_input_pipelines=pipelines, input_pipeline_id=pid,
+                                         num_replicas_in_sync=replicas)
+        batches.append(_pipeline_batches(fn(ctx), epochs * per_epoch))
+    if (sizes := sorted({len(b) for p in batches for b in p})) != [per_replica]:
+        return (f"the batches hold {sizes} examples; with {replicas} replicas in sync each replica's batch should "
+                f"hold GLOBAL_BATCH / {replicas}. Which InputContext method computes it?")
+    seen = [sorted(x for p in batches for x in _epoch(p, e, per_epoch)) for e in range(epochs)]
+    if any(e != list(range(examples)) for e in seen):
+        shared = set(_epoch(batches[0], 0, per_epoch)).intersection(*(_epoch(p, 0, per_epoch) for p in batches[1:]))
+        if shared:
+            return (f"the workers read the same examples ({len(shared)} of them in both workers' first epoch): "
+                    "give each input pipeline its own shard (input_pipeline_id).")
+        return ("an epoch shows some examples twice and misses others: the epochs mix. Does shuffling happen "
+                "before the epochs are repeated?")
+    orders = [_epoch(batches[0], e, per_epoch) for e in range(epochs)]
+    if orders[0] == orders[1] or orders[0] == sorted(orders[0]):
+        return "every epoch comes in the same order (or unshuffled): shuffle, and reshuffle each iteration."
+    return None
+
+
+def check_dataset_fn(fn, strategy, pipelines: int = 2, replicas: int = 4) -> str:
+    """08 Ex4: fn(input_context) feeds 2 workers x 2 replicas; then it must also run on `strategy`."""
+    n, batch, epochs = DATASET_FN_EXAMPLES, DATASET_FN_GLOBAL_BATCH, DATASET_FN_EPOCHS
+    try:
+        problem = _cluster_problem(fn, pipelines, replicas, n, batch, epochs)
+        if problem:
+            return "Not yet: " + problem
+        real = strategy.distribute_datasets_from_function(fn)         # 1 pipeline, this kernel's replicas
+        it = iter(real)
+        first = [next(it) for _ in range(n // batch)]
+    except Exception as exc:   # the learner's code failed inside tf.data
+        return _failed(exc)
+    sizes = {int(t.shape[0]) for b in first for t in strategy.experimental_local_results(b)}
+    if sizes != {batch // strategy.num_replicas_in_sync}:
+        return "Not yet: on the real strategy the replicas' batches have the wrong size."
+    return (f"Right: {pipelines} workers x {replicas // pipelines} replicas get {batch // replicas} distinct "
+            f"examples each per step, every epoch covers all {n}, in a new order; the real strategy agrees.")
+
+
+# ---- 09, Exercise 4: a fit that resumes after a crash ------------------------------------------------------------
+
+RESUME_EPOCHS, RESUME_STEPS, RESUME_PER_REPLICA = 3, 4, 32
+
+
+def mirrored(replicas: int):
+    """A MirroredStrategy on the first `replicas` logical CPUs. ReductionToOneDevice: no collective groups, so
+    strategies of different sizes can live in one process."""
+    import tensorflow as tf
+    cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
+    return tf.distribute.MirroredStrategy(cpus[:replicas], cross_device_ops=tf.distribute.ReductionToOneDevice())
+
+
+def build(strategy):
+    """A seeded softmax regression under `strategy`, and its dataset of global batches (one epoch = one pass of
+    the data at 2 replicas)."""
+    import tensorflow as tf
+
+    from distsim.datasets import mnist_subset
+    small = mnist_subset(2 * RESUME_PER_REPLICA * RESUME_STEPS, 1)
+    global_batch = RESUME_PER_REPLICA * strategy.num_replicas_in_sync
+    with strategy.scope():
+        tf.keras.utils.set_random_seed(3)
+        model = tf.keras.Sequential([tf.keras.layers.Flatten(input_shape=(28, 28)), tf.keras.layers.Dense(10)])
+        model.compile(optimizer=tf.keras.optimizers.SGD(0.1),
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    ds = tf.data.Dataset.from_tensor_slices((small.x_train, small.y_train)).batch(global_batch, drop_remainder=True)
+    return model, ds.repeat()
+
+
+def _callbacks(fail_after):
+    """The check's bookkeeping: the epoch fit started at, and (optionally) a crash after `fail_after` steps."""
+    import tensorflow as tf
+
+    class FirstEpoch(tf.keras.callbacks.Callback):
+        epoch = None
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = self.epoch if self.epoch is not None else epoch
+
+    class FailAfter(tf.keras.callbacks.Callback):
+        done = 0
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.done += 1
+            if self.done == fail_after:
+                raise RuntimeError(f"simulated crash after step {fail_after}")
+
+    first = FirstEpoch()
+    return first, [first] + ([FailAfter()] if fail_after else [])
+
+
+def crashable(fit, strategy, backup_dir, fail_after=None):
+    """Build, then `fit(model, dataset, backup_dir, callbacks)`; returns (weights or None after a crash, first epoch)."""
+    model, ds = build(strategy)
+    first, callbacks = _callbacks(fail_after)
+    try:
+        fit(model, ds, str(backup_dir), callbacks)
+    except RuntimeError as exc:
+        if "simulated crash" not in str(exc):
+            raise
+        return None, first.epoch
+    return model.get_weights(), first.epoch
+
+
+def check_resumable(fn) -> str:
+    """09 Ex4: fn(model, dataset, backup_dir, callbacks), crashed in epoch 1 and relaunched, must end where an
+    uninterrupted run ends."""
+    work = Path(tempfile.mkdtemp(prefix="distsim-ex09-"))
+    try:
+        reference, _ = crashable(fn, mirrored(2), work / "reference")
+        crashable(fn, mirrored(2), work / "run", fail_after=RESUME_STEPS + 2)      # crashes in epoch 1
+        resumed, first_epoch = crashable(fn, mirrored(2), work / "run")            # the relaunch
+    except Exception as exc:   # the learner's error
+        return _failed(exc)
+    if first_epoch == 0:
+        return ("Not yet: the relaunch started again at epoch 0, so nothing from the crashed run was kept. Which "
+                "callback saves fit's state to backup_dir and restores it when fit starts again?")
+    gap = max(float(np.abs(a - b).max()) for a, b in zip(resumed, reference))
+    if gap > 1e-6:   # the same arithmetic in the same order: a faithful resume differs by rounding at most
+        return f"Not yet: resumed at epoch {first_epoch}, but the weights end {gap:.1e} away from an uninterrupted run."
+    return f"Right: the relaunch resumed at epoch {first_epoch} and ended with an uninterrupted run's weights."
+
+
+# ---- 05, Exercise 3 and 06, Exercise 3: clusters from TF_CONFIGs, launched for real -----------------------------
+
+def _same_cluster_problems(configs) -> list[str]:
+    """Problems with validated TF_CONFIGs meant to form one cluster: a different cluster, a task twice or never."""
+    from distsim.real import build_tf_configs, task_name
+    problems = [f"{task_name(c)} lists a different cluster" for c in configs if c["cluster"] != configs[0]["cluster"]]
+    names = [task_name(c) for c in configs if c["task"]["type"] != "evaluator"]
+    problems += [f"{n} is claimed {names.count(n)} times" for n in sorted(set(names)) if names.count(n) > 1]
+    problems += [f"nobody is {n}" for n in (task_name(c) for c in build_tf_configs(configs[0]["cluster"]))
+                 if n not in names]
+    return problems
+
+
+def _validated(fn, ports):
+    """(the learner's configs, validated, or None; the problem, or None)."""
+    from distsim.real import validate_tf_config
+    try:
+        return [validate_tf_config(c, localhost_only=True) for c in fn(list(ports))], None
+    except Exception as exc:   # the learner's function, or the validator, said no: pass the message on
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def check_three_workers(fn, workdir=None) -> str:
+    """05 Ex3: fn(ports) gives the TF_CONFIGs of a 3-worker MultiWorkerMirroredStrategy cluster on localhost; the
+    three processes, launched with them, must train one model."""
+    import json
+    import sys
+
+    from distsim.real import Task, free_ports, launch, script_path, task_name
+    configs, problem = _validated(fn, free_ports(3))
+    if problem:
+        return f"Not yet: {problem}"
+    workers = configs[0]["cluster"].get("worker", []) if configs else []
+    if len(configs) != 3 or len(workers) != 3:
+        return f"Not yet: {len(configs)} config(s) for a cluster listing {len(workers)} worker(s); three of each."
+    if problems := _same_cluster_problems(configs):
+        return "Not yet: " + "; ".join(problems)
+    fit = [sys.executable, str(script_path("mnist_fit")), "--strategy", "multi_worker_mirrored",
+           "--communication", "ring", "--batch", "16", "--steps", "3"]
+    tasks = [Task(task_name(c), fit, env={"TF_CONFIG": json.dumps(c)}) for c in configs]
+    outcome = launch(tasks, Path(workdir or tempfile.mkdtemp(prefix="distsim-ex05-")), timeout_s=240)
+    if not outcome.ok:
+        return f"Not yet: the cluster did not train ({outcome.status}: {outcome.reason})."
+    reports = {t.name: [ln for ln in t.log_text().splitlines() if ln.startswith('{"loss"')][-1] for t in outcome.tasks}
+    if len(set(reports.values())) != 1:
+        return f"Not yet: the workers report different losses, so they trained different models: {reports}"
+    return "Right: three processes, one cluster, one model: every worker reports the same losses."
+
+
+def check_ps_cluster(fn, workdir=None) -> str:
+    """06 Ex3: fn(ports) gives the TF_CONFIGs of a chief, 2 workers and 1 PS on localhost, in that port order;
+    mnist_ps.py launched with them must train 20 updates."""
+    import json
+    import sys
+
+    from distsim.real import Task, free_ports, launch, script_path, task_name
+    configs, problem = _validated(fn, free_ports(4))
+    if problem:
+        return f"Not yet: {problem}"
+    jobs = {job: len(addresses) for job, addresses in configs[0]["cluster"].items()} if configs else {}
+    if jobs != {"chief": 1, "worker": 2, "ps": 1}:
+        return f"Not yet: the cluster has jobs {jobs}; a coordinator, two workers and a parameter server are wanted."
+    if problems := _same_cluster_problems(configs):
+        return "Not yet: " + "; ".join(problems)
+    command = [sys.executable, str(script_path("mnist_ps")), "--steps", "20"]
+    tasks = [Task(task_name(c), command, env={"TF_CONFIG": json.dumps(c)}, must_exit=c["task"]["type"] == "chief",
+                  **({"ready_pattern": None} if c["task"]["type"] == "chief" else {})) for c in configs]
+    outcome = launch(tasks, Path(workdir or tempfile.mkdtemp(prefix="distsim-ex06-")), timeout_s=240)
+    if not outcome.ok:
+        return f"Not yet: the cluster did not train ({outcome.status}: {outcome.reason})."
+    return "Right: the chief coordinated 20 updates on two workers, with the variables on the parameter server."
+
+
+# ---- 06b, Exercise 2: a variable partitioner ---------------------------------------------------------------------
+
+def run_partition_demo(*args, legacy_keras=True, timeout_s=240) -> str:
+    """Run scripts/ps_partition_demo.py (an in-process PS cluster) in a fresh process; return what it printed."""
+    import os
+    import subprocess
+    import sys
+
+    from distsim.real import script_path
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1" if legacy_keras else "0", "TF_CPP_MIN_LOG_LEVEL": "3",
+           "PYTHONWARNINGS": "ignore"}
+    done = subprocess.run([sys.executable, str(script_path("ps_partition_demo")), *args], env=env,
+                          capture_output=True, text=True, timeout=timeout_s)   # on timeout the process is killed
+    return done.stdout if done.returncode == 0 else done.stdout + done.stderr[-2000:]
+
+
+def bytes_per_ps(printed: str) -> dict[str, int]:
+    """Float32 bytes of every variable part on each PS task, from the demo's output."""
+    import re
+    out: dict[str, int] = {}
+    for shape, task in re.findall(r"\(([\d, ]+)\) on /job:ps/task:(\d)", printed):
+        out[task] = out.get(task, 0) + 4 * int(np.prod([int(d) for d in shape.split(",") if d.strip()]))
+    return out
+
+
+def _part_bytes(printed: str) -> dict[str, list[int]]:
+    """Float32 bytes of each part of every variable ("dense/kernel": [bytes, ...]), from the demo's output."""
+    import re
+    out = {}
+    for line in printed.splitlines():
+        parts = re.findall(r"\(([\d, ]+)\) on /job:ps/task:\d", line)
+        if parts and "/" in line.split()[0]:
+            out[line.split()[0]] = [4 * int(np.prod([int(d) for d in shape.split(",") if d.strip()])) for shape in parts]
+    return out
+
+
+def check_partitioner(fn, num_ps: int = 2, workdir=None, max_part_bytes: int = 128 * 1024) -> str:
+    """06b Ex2: make_partitioner(num_ps), run in the demo's fresh process, must keep every variable part within
+    `max_part_bytes`, with as few parts as that allows."""
+    import inspect
+    import math
+    path = Path(workdir or tempfile.mkdtemp(prefix="distsim-ex06b-")) / "partitioner.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(inspect.getsource(fn))
+    printed = run_partition_demo("--ps", str(num_ps), "--partitioner-file", str(path))
+    if "4 steps ran" not in printed:
+        last = [ln for ln in printed.splitlines() if ln.strip()][-1:] or ["(no output)"]
+        return f"Not yet: the script failed with your partitioner: {last[0][:300]}"
+    parts = _part_bytes(printed)
+    name, biggest = max(((n, max(b)) for n, b in parts.items()), key=lambda nb: nb[1])
+    if biggest > max_part_bytes:
+        return (f"Not yet: a part of {name} holds {biggest:,} bytes, over the {max_part_bytes:,} asked. Which of "
+                "TensorFlow's partitioners bounds the size of a shard rather than its minimum?")
+    fewest = {n: math.ceil(sum(b) / max_part_bytes) for n, b in parts.items()}
+    if extra := {n: len(b) for n, b in parts.items() if len(b) > fewest[n]}:
+        return (f"Not yet: every part is small enough, but {extra} parts where {({n: fewest[n] for n in extra})} "
+                "would do: each extra part is one more message per push and pull.")
+    return (f"Right: {sum(len(b) for b in parts.values())} parts, none over {max_part_bytes:,} bytes (the largest "
+            f"holds {biggest:,}), and no variable cut into more parts than that needs.")
+
+
+# ---- 05b, Exercise 3: a MultiWorkerMirroredStrategy fit from TF_CONFIG, on a real two-process cluster -----------
+
+_WORKER_SCRIPT = '''
+import json
+import numpy as np
+{source}
+model = {name}()
+import tensorflow as tf  # noqa: E402  (after the learner's function, which must create the strategy first)
+weights = np.concatenate([w.ravel() for w in model.get_weights()])
+strategy = model.distribute_strategy
+print("distsim-exercise " + json.dumps({{"strategy": type(strategy).__name__,
+    "multi_worker": isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy),
+    "replicas": int(strategy.num_replicas_in_sync), "steps": int(model.optimizer.iterations.numpy()),
+    "weights": [float(weights.sum()), float(np.abs(weights).sum())]}}), flush=True)
+'''
+
+
+def _worker_report(task) -> dict | None:
+    import json
+    lines = [ln for ln in task.log_text().splitlines() if ln.startswith("distsim-exercise ")]
+    return json.loads(lines[-1].split(" ", 1)[1]) if lines else None
+
+
+def check_multi_worker_fit(fn, workdir=None, workers: int = 2, steps: int = 5) -> str:
+    """05b Ex3: fn(), run in each of `workers` fresh processes with its TF_CONFIG set, must train ONE model with
+    MultiWorkerMirroredStrategy for `steps` steps and return it."""
+    import inspect
+    import json
+    import sys
+
+    from distsim.real import Task, build_tf_configs, launch, localhost_cluster
+    work = Path(workdir or tempfile.mkdtemp(prefix="distsim-ex05b-"))
+    work.mkdir(parents=True, exist_ok=True)
+    script = work / "worker.py"
+    script.write_text(_WORKER_SCRIPT.format(source=inspect.getsource(fn), name=fn.__name__))
+    tasks = [Task(f"worker{i}", [sys.executable, str(script)], env={"TF_CONFIG": json.dumps(c)}, ready_pattern=None)
+             for i, c in enumerate(build_tf_configs(localhost_cluster(workers)))]
+    outcome = launch(tasks, work / "cluster", timeout_s=240)
+    reports = {t.name: _worker_report(t) for t in outcome.tasks}
+    if not outcome.ok or None in reports.values():
+        failed = next((t for t in outcome.tasks if _worker_report(t) is None), outcome.tasks[0])
+        last = [ln for ln in failed.log_text().splitlines() if ln.strip()][-1:] or ["(no output)"]
+        return f"Not yet: the cluster did not train ({outcome.status}); {failed.name}'s last line: {last[0][:300]}"
+    first = reports["worker0"]
+    if not first["multi_worker"] or first["replicas"] != workers:
+        return (f"Not yet: each worker trained under {first['strategy']} with {first['replicas']} replica(s) in "
+                f"sync, so the {workers} processes trained {workers} separate models. Which strategy reads "
+                "TF_CONFIG and joins the cluster?")
+    if first["steps"] != steps:
+        return f"Not yet: the model took {first['steps']} optimizer steps; {steps} are asked (steps_per_epoch)."
+    if any(r["weights"] != first["weights"] for r in reports.values()):
+        return "Not yet: the workers end with different weights, so they did not train one model."
+    return (f"Right: {workers} processes, one MultiWorkerMirroredStrategy with {workers} replicas in sync, {steps} "
+            "steps, and every worker ends with the same weights.")
