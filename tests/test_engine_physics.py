@@ -15,6 +15,7 @@ import pytest
 
 import distsim
 from distsim import make_scenario
+from distsim.engines import prediction
 from distsim.results.result import Result
 
 STEPS = 200  # fewer than an epoch of MNIST at batch 64 (938 steps): only step 0 opens an epoch
@@ -167,3 +168,22 @@ def test_result_json_carries_the_median_and_reads_results_stored_without_it():
     assert back.summary.median_step_time_s == result.summary.median_step_time_s is not None
     del data["summary"]["median_step_time_s"]  # a result stored before the field existed
     assert Result.from_dict(data).summary.median_step_time_s is None
+
+
+def test_sharded_async_ps_applies_one_gradient_at_a_time_after_its_bytes_arrive():
+    # The finder's case: 2 workers, 4 shards over a half-duplex 10 Gbit/s link (deterministic compute). By hand:
+    # each transfer's own path is L = latency + gradient / bandwidth, 3.31 ms, while a shard's bytes hold its
+    # lane S = L / 4 minus the latency, 0.81 ms: both workers' pulls and pushes end at the same instant, L + C
+    # and 2 L + C. Only then can each shard apply, A = num_params x 12 B / (10 GB/s) / 4, one gradient at a
+    # time: worker 0's update lands at 2 L + C + A, worker 1's at 2 L + C + 2 A (was both at 2 L + C + A).
+    s = make_scenario("p100", "mnist_mlp_wide", "parameter_server", num_workers=2, num_ps=4)
+    link, w = s.cluster.inter_link, s.workload
+    assert not link.full_duplex and s.training.compute_distribution == "deterministic"
+    big = distsim.predict(s)
+    L = link.latency_s + w.gradient_bytes / link.bandwidth_Bps
+    A = w.num_params * s.training.optimizer_bytes_per_param / 10e9 / 4  # the PS host: this_machine_core, 10 GB/s
+    assert w.gradient_bytes / 4 / link.bandwidth_Bps * 2 < L  # both pulls' shard bytes fit in one transfer's path
+    C = float(prediction.simulate_updates(s)[1].compute_s)  # the worker's own compute, not under test here
+    first = np.sort(big.trace.end_s[big.trace.label == 2][:2])  # the first two pushes end at their applies
+    assert first == pytest.approx([2 * L + C + A, 2 * L + C + 2 * A], rel=1e-9)
+    assert np.all(big.step_times_s > 0)
