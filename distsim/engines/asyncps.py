@@ -27,6 +27,12 @@ Two engines give the same :class:`UpdateLog`:
   bytes out; a push is the bytes in, then the host's work. Each server is
   FIFO and is asked for when a transfer reaches it.
 
+A push's gradient is applied (``ps_apply_s``) once its bytes are in: when
+both the worker's own path (``push_s`` less the host's work and the apply)
+and the PS lane's service of its bytes are done. The PS then applies one
+gradient at a time, so consecutive applies of a shard end at least
+``ps_apply_s`` apart (the shards apply in parallel, each its share).
+
 ``benchmarks/bench_async.py`` compares this event queue with the same model in
 SimPy; the plain queue was faster, hence no SimPy dependency.
 
@@ -196,8 +202,9 @@ def simulate_async(
         ps_request_s: with ``duplex``, the PS's host time per transfer, seconds
             (at most ``ps_service_s``).
         ps_apply_s: the PS's time to apply a pushed gradient, seconds: held
-            on top of a push's service (by the host with ``duplex``, else by
-            the one server), and part of ``push_s`` (a push ends at its apply).
+            after the push's bytes are in (by the host with ``duplex``, else by
+            the one server), one apply at a time, and part of ``push_s`` (a
+            push ends at its apply).
         engine: ``"auto"`` (vectorized unless there is PS contention),
             ``"vectorized"`` or ``"events"``.
     """
@@ -356,7 +363,9 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
     so no booking ever holds a server for a later transfer while an earlier
     one waits. Duplex: a pull is the host's work (the snapshot, at its start)
     and then the bytes out; a push is the bytes in and then the host's work
-    (the apply, ``apply_s`` more of it, at its end)."""
+    (the apply, ``apply_s`` more of it, at its end). A push's bytes are in at
+    the later of its own path's end and its lane service's end; only then is
+    the server that applies asked for, so applies never overlap."""
     block = 256
     compute = [draws.draw(w, block) for w in range(num_workers)]
     used = [0] * num_workers
@@ -370,6 +379,8 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
     duplex = duplex_request_s is not None
     host_s = duplex_request_s if duplex else 0.0
     bytes_s = ps_service_s - host_s
+    # Simplex: the one server also applies (it is the PS's only station); duplex: the host.
+    apply_server = "host" if duplex else _PULL
     # When each server is free: the host (shared by both directions), pulls, pushes. Simplex: one server.
     free = {"host": 0.0, _PULL: 0.0, _PUSH: 0.0}
     applied = 0
@@ -418,15 +429,12 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
             used[w] = i + 1
             push(heap, (t + float(compute[w][i]), w, _COMPUTE_DONE))
         elif kind == _COMPUTE_DONE:
-            asked[w] = t
-            if duplex:
-                push(heap, (serve(t, _PUSH, bytes_s) + bytes_s, w, _PUSH_IN))
-            else:
-                start = serve(t, _PULL, ps_service_s + apply_s)
-                push(heap, (max(t + push_s, start + ps_service_s + apply_s), w, _APPLY))
-        else:  # _PUSH_IN: the bytes are in; the host applies them
-            start = serve(t, "host", host_s + apply_s)
-            push(heap, (max(asked[w] + push_s, start + host_s + apply_s), w, _APPLY))
+            # The bytes are in when both the worker's own path and the PS lane are done with them.
+            start = serve(t, _PUSH if duplex else _PULL, bytes_s)
+            push(heap, (max(t + push_s - host_s - apply_s, start + bytes_s), w, _PUSH_IN))
+        else:  # _PUSH_IN: the host then does its work and applies the gradient, one push at a time
+            start = serve(t, apply_server, host_s + apply_s) if host_s + apply_s > 0 else t
+            push(heap, (start + host_s + apply_s, w, _APPLY))
     return UpdateLog(
         worker=out_worker,
         read_version=out_version,

@@ -164,8 +164,8 @@ class AsyncCosts:
         push_s, pull_s: a transfer to an idle PS (a push ends with its apply).
         ps_service_s: PS time each transfer holds (see :func:`async_costs`).
         ps_request_s: the part of it that is the PS host's own work.
-        ps_apply_s: the PS host's time to apply one pushed gradient, held on
-            top of the push's service.
+        ps_apply_s: the PS host's time to apply one pushed gradient, held
+            after the push's bytes are in, one apply at a time.
         duplex: pushes and pulls queue for their bytes separately.
     """
 
@@ -220,8 +220,10 @@ def async_costs(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: st
     computes with ``cluster.straggler_cores`` when that is set.
 
     Every push ends with the PS applying the gradient (:func:`ps_apply_s`):
-    its host holds the push that much longer, so the apply is part of a
-    push to an idle PS and queues with the PS host's other work."""
+    the apply is part of a push to an idle PS; it starts once the push's
+    bytes are in (the worker's own path and the shard's service both done)
+    and queues with the PS host's other work (with one server, its
+    transfers), so each shard applies one gradient at a time."""
     compute = _worker_compute_s(p, plan_, device_kind, shard_policy)
     replicas = p["cluster.num_workers"] * p["cluster.devices_per_worker"]
     grad = p["workload.num_params"] * p["workload.bytes_per_param"]
