@@ -14,16 +14,17 @@ import numpy as np
 import pytest
 
 import distsim
-from distsim import make_scenario
+from distsim import make_scenario, predict
 from distsim.results.result import Result
 
 STEPS = 200  # fewer than an epoch of MNIST at batch 64 (938 steps): only step 0 opens an epoch
 
 
-def _exponential_factors(steps: int, seed: int = 0) -> np.ndarray:
-    """The one-replica compute factors of a run: one Exp(1) draw per step from the seeded generator."""
+def _exponential_factors(steps: int, seed: int = 0, replicas: int = 1) -> np.ndarray:
+    """Replica 0's compute factors of a run of ``replicas``: per step, ``replicas`` Exp(1) draws from the seeded
+    generator, of which the first is replica 0's (and the one-device baseline's: common random numbers)."""
     rng = np.random.default_rng(seed)
-    return np.array([rng.standard_exponential(1)[0] for _ in range(steps)])
+    return np.array([rng.standard_exponential(replicas)[0] for _ in range(steps)])
 
 
 def _cpu_step_parts(s, batch: int) -> tuple[float, float]:
@@ -67,7 +68,7 @@ def test_baselines_are_drawn_from_the_same_distribution():
     s = make_scenario("this_machine_core", "mnist_mlp", "mirrored", devices_per_worker=4, global_batch=64,
                       steps=STEPS, compute_distribution="exponential", prefetch=False)
     r = distsim.predict(s).summary
-    mean_factor = np.mean(_exponential_factors(STEPS)[1:])  # each baseline's epoch is >= 938 steps long
+    mean_factor = np.mean(_exponential_factors(STEPS, replicas=4)[1:])  # replica 0 of 4; epochs >= 938 steps long
     weak = 16 / sum(x * f for x, f in zip(_cpu_step_parts(s, 16), (1.0, mean_factor)))
     strong = 64 / sum(x * f for x, f in zip(_cpu_step_parts(s, 64), (1.0, mean_factor)))
     assert r.throughput_samples_per_s == pytest.approx(64 / r.step_time_s, rel=1e-12)
@@ -167,3 +168,20 @@ def test_result_json_carries_the_median_and_reads_results_stored_without_it():
     assert back.summary.median_step_time_s == result.summary.median_step_time_s is not None
     del data["summary"]["median_step_time_s"]  # a result stored before the field existed
     assert Result.from_dict(data).summary.median_step_time_s is None
+
+
+def test_baseline_replays_replica_zeros_draws():
+    """Common random numbers (issue 24 item 2): the one-device baseline's
+    compute factors are replica 0's (worker 0's) draws, so sampling noise
+    cannot put N replicas above one device. Before the fix, one async worker
+    of this seed drew a slow stream and its baseline an independent fast one:
+    efficiency 1.53. With the same draws, the async worker pays push and pull
+    on top of the baseline's step, so its efficiency is below 1."""
+    s = make_scenario("v100", "inception_v3_299", "parameter_server", steps=8,
+                      compute_distribution="exponential", seed=1202775795)
+    assert predict(s).summary.efficiency <= 1.0
+    # Sync: the slowest of 2 replicas' factors is >= replica 0's factor at every step.
+    for seed in range(10):
+        s = make_scenario("v100", "resnet50_224", "multi_worker_mirrored", num_workers=2, steps=8,
+                          compute_distribution="lognormal", seed=seed)
+        assert predict(s).summary.efficiency <= 1.0, seed
