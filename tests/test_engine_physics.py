@@ -185,3 +185,13 @@ def test_baseline_replays_replica_zeros_draws():
         s = make_scenario("v100", "resnet50_224", "multi_worker_mirrored", num_workers=2, steps=8,
                           compute_distribution="lognormal", seed=seed)
         assert predict(s).summary.efficiency <= 1.0, seed
+
+
+def test_straggler_cores_needs_more_than_one_worker():
+    """With one worker the "straggler" was the only worker while the one-device baseline kept
+    physical_cores=5.716: efficiency 0.226 for a single device. A straggler needs others to lag behind."""
+    with pytest.raises(distsim.InputError, match=r"cluster\.straggler_cores.*num_workers=1"):
+        make_scenario("this_machine_core", "mnist_mlp_wide", "one_device", physical_cores=5.716, straggler_cores=0.733)
+    s = make_scenario("this_machine_core", "mnist_mlp_wide", "multi_worker_mirrored", 2, physical_cores=5.716,
+                      straggler_cores=0.733)
+    assert s.cluster.straggler_cores == 0.733
