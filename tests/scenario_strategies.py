@@ -220,7 +220,7 @@ def scenario_spec(c: Chooser, *, strategies: Sequence[str] = STRATEGIES,
             kwargs["topology"] = c.one_of(TOPOLOGIES)
     if kind == "cpu" and c.coin(0.5):
         kwargs["physical_cores"] = c.log_uniform(0.5, 8.0)
-        if c.coin(0.3):
+        if c.coin(0.3) and workers > 1:
             kwargs["straggler_cores"] = kwargs["physical_cores"] * c.log_uniform(0.1, 1.0)
     kwargs.update(_training(c, workload, workers * devices, workers, async_, strategy not in ("default", "one_device"),
                             distributions))

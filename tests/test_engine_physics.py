@@ -16,15 +16,19 @@ import pytest
 import distsim
 from distsim import make_scenario
 from distsim.engines import prediction
+
+
+from distsim import make_scenario, predict
 from distsim.results.result import Result
 
 STEPS = 200  # fewer than an epoch of MNIST at batch 64 (938 steps): only step 0 opens an epoch
 
 
-def _exponential_factors(steps: int, seed: int = 0) -> np.ndarray:
-    """The one-replica compute factors of a run: one Exp(1) draw per step from the seeded generator."""
+def _exponential_factors(steps: int, seed: int = 0, replicas: int = 1) -> np.ndarray:
+    """Replica 0's compute factors of a run of ``replicas``: per step, ``replicas`` Exp(1) draws from the seeded
+    generator, of which the first is replica 0's (and the one-device baseline's: common random numbers)."""
     rng = np.random.default_rng(seed)
-    return np.array([rng.standard_exponential(1)[0] for _ in range(steps)])
+    return np.array([rng.standard_exponential(replicas)[0] for _ in range(steps)])
 
 
 def _cpu_step_parts(s, batch: int) -> tuple[float, float]:
@@ -68,7 +72,7 @@ def test_baselines_are_drawn_from_the_same_distribution():
     s = make_scenario("this_machine_core", "mnist_mlp", "mirrored", devices_per_worker=4, global_batch=64,
                       steps=STEPS, compute_distribution="exponential", prefetch=False)
     r = distsim.predict(s).summary
-    mean_factor = np.mean(_exponential_factors(STEPS)[1:])  # each baseline's epoch is >= 938 steps long
+    mean_factor = np.mean(_exponential_factors(STEPS, replicas=4)[1:])  # replica 0 of 4; epochs >= 938 steps long
     weak = 16 / sum(x * f for x, f in zip(_cpu_step_parts(s, 16), (1.0, mean_factor)))
     strong = 64 / sum(x * f for x, f in zip(_cpu_step_parts(s, 64), (1.0, mean_factor)))
     assert r.throughput_samples_per_s == pytest.approx(64 / r.step_time_s, rel=1e-12)
@@ -206,3 +210,30 @@ def test_in_process_async_ps_never_slows_with_more_inter_bandwidth():
         steps.append(distsim.predict(s).summary.step_time_s)
         assert own * (1 - 1e-9) <= steps[-1] <= 1.01 * own  # turns: at most 1 % of waiting (engine: 0.15 %)
     assert all(b <= a * (1 + 1e-9) for a, b in zip(steps, steps[1:])), steps
+
+
+def test_baseline_replays_replica_zeros_draws():
+    """Common random numbers (issue 24 item 2): the one-device baseline's
+    compute factors are replica 0's (worker 0's) draws, so sampling noise
+    cannot put N replicas above one device. Before the fix, one async worker
+    of this seed drew a slow stream and its baseline an independent fast one:
+    efficiency 1.53. With the same draws, the async worker pays push and pull
+    on top of the baseline's step, so its efficiency is below 1."""
+    s = make_scenario("v100", "inception_v3_299", "parameter_server", steps=8,
+                      compute_distribution="exponential", seed=1202775795)
+    assert predict(s).summary.efficiency <= 1.0
+    # Sync: the slowest of 2 replicas' factors is >= replica 0's factor at every step.
+    for seed in range(10):
+        s = make_scenario("v100", "resnet50_224", "multi_worker_mirrored", num_workers=2, steps=8,
+                          compute_distribution="lognormal", seed=seed)
+        assert predict(s).summary.efficiency <= 1.0, seed
+
+
+def test_straggler_cores_needs_more_than_one_worker():
+    """With one worker the "straggler" was the only worker while the one-device baseline kept
+    physical_cores=5.716: efficiency 0.226 for a single device. A straggler needs others to lag behind."""
+    with pytest.raises(distsim.InputError, match=r"cluster\.straggler_cores.*num_workers=1"):
+        make_scenario("this_machine_core", "mnist_mlp_wide", "one_device", physical_cores=5.716, straggler_cores=0.733)
+    s = make_scenario("this_machine_core", "mnist_mlp_wide", "multi_worker_mirrored", 2, physical_cores=5.716,
+                      straggler_cores=0.733)
+    assert s.cluster.straggler_cores == 0.733

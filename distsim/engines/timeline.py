@@ -410,21 +410,34 @@ def one_device_run(scenario: Scenario, batch: int) -> Timeline:
     """The one-device baseline of ``scenario`` (see :meth:`_Setup.one_device`)
     with ``batch`` examples per step, simulated for ``training.steps`` steps
     of its own epoch with the scenario's compute distribution and seed (no trace).
-    A scenario of one device without a straggler is its own baseline, draw for draw."""
-    return _run(_Setup.one_device(scenario, batch), trace=False)
+
+    Common random numbers: the baseline's k-th compute factor is replica 0's
+    k-th draw in :func:`simulate` (sync), or worker 0's k-th draw in the
+    asynchronous engine (:class:`distsim.engines.asyncps._ComputeTimes`), so
+    that sampling noise cannot make N replicas beat one device (efficiency
+    above 1). A scenario of one device is its own baseline, draw for draw."""
+    t = scenario.training
+    if plan(scenario).mode == "sync":
+        rng, draws = np.random.default_rng(t.seed), scenario.num_replicas
+    else:
+        rng, draws = np.random.Generator(np.random.PCG64(np.random.SeedSequence(t.seed).spawn(scenario.num_replicas)[0])), 1
+    return _run(_Setup.one_device(scenario, batch), trace=False, rng=rng, draws=draws)
 
 
-def _run(setup: _Setup, trace: bool) -> Timeline:
+def _run(setup: _Setup, trace: bool, rng: np.random.Generator | None = None, draws: int | None = None) -> Timeline:
+    """``draws`` factors per step from ``rng`` (default: the seed's stream, one
+    per replica), of which the first ``setup.replicas`` are used."""
     t = setup.scenario.training
     sizes, epoch_start = step_sizes(setup.scenario, setup.p)
-    rng = np.random.default_rng(t.seed)
+    rng = np.random.default_rng(t.seed) if rng is None else rng
+    draws = setup.replicas if draws is None else draws
     batches = {g: np.asarray(sharding.replica_batch_sizes(int(g), setup.replicas), dtype=float) for g in set(sizes)}
     shown = shown_replicas(setup.workers, setup.local)
     shown_workers = np.unique(shown // setup.local)
     steps: list[_Step] = []  # the shown replicas' columns only: memory O(replicas + steps)
     prev = None
     for s, g in enumerate(sizes):
-        factor = stragglers.factors(rng, t.compute_distribution, setup.replicas, t.compute_sigma)
+        factor = stragglers.factors(rng, t.compute_distribution, draws, t.compute_sigma)[:setup.replicas]
         prev = _simulate_step(setup, int(g), batches[g], factor, prev, bool(epoch_start[s]))
         steps.append(prev.shown(shown, shown_workers))
     ends = np.array([s.step_end for s in steps])

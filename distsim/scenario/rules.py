@@ -86,7 +86,7 @@ def check_device(get: Get, at: str) -> None:
 
 def check_cluster(get: Get, device_kind: str, at: str) -> None:
     """Shared cores only for CPU devices; a straggler has at most the others'
-    cores; at most :data:`~distsim.scenario.limits.MAX_REPLICAS` replicas."""
+    cores and others exist; at most :data:`~distsim.scenario.limits.MAX_REPLICAS` replicas."""
     cores = get("physical_cores")
     if device_kind != "cpu":
         _require(np.isnan(np.asarray(cores, dtype=float)), f"{at}.physical_cores", cores,
@@ -98,6 +98,10 @@ def check_cluster(get: Get, device_kind: str, at: str) -> None:
              lambda i: f"null, or <= physical_cores={_row(cores, i)} (a straggler is a CPU worker with fewer "
                        "cores than the others)")
     workers, devices = get("num_workers"), get("devices_per_worker")
+    # The straggler is the last worker; alone, it is no straggler, and the one-device baseline has physical_cores.
+    _require(np.isnan(np.asarray(straggler, dtype=float)) | (np.asarray(workers) > 1), f"{at}.straggler_cores", straggler,
+             lambda i: "null with num_workers=1 (a straggler is the last of several workers; "
+                       "give the one worker fewer physical_cores instead)")
     replicas = np.asarray(workers) * np.asarray(devices)
     _require(replicas <= limits.MAX_REPLICAS, f"{at}.devices_per_worker", devices,
              lambda i: f"num_workers x devices_per_worker <= {limits.MAX_REPLICAS:,} replicas "

@@ -86,7 +86,7 @@ def sync_scenario(rng: np.random.Generator, steps: int = 8, even: bool = False, 
     if cpu:
         device.update(kind="cpu", peak_flops=_log_uniform(rng, 1e10, 1e11))
         cluster["physical_cores"] = float(rng.choice([0.5, 2 / 3, 1.0, 2.0, 4.0]))
-        if rng.random() < 0.4:
+        if rng.random() < 0.4 and workers > 1:
             cluster["straggler_cores"] = cluster["physical_cores"] * float(rng.choice([0.25, 0.5, 1.0]))
     if backup and workers * local > 1 and not cpu:
         training_extra = {"backup_workers": int(rng.integers(1, workers * local)), "num_buckets": 1, **training_extra}
