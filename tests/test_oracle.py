@@ -34,7 +34,7 @@ buffer; optimizer of 12/20/28 bytes a parameter; 0-4 metric values.
   bandwidth for GPU workers).
 
 Not covered: topology presets, NCCL pricing (rings are set to alpha_beta), per_tensor/pack/fusion grouping, FILE sharding,
-the epoch time with prefetch (two strict xfails), backup workers on shared
+backup workers on shared
 CPU cores or with a per-replica dispatch (a strict xfail), two-level PS (local sum, placements),
 tpu, in-process and full-duplex PS clusters.
 """
@@ -272,15 +272,17 @@ def test_closed_form_agrees_on_an_uneven_split():
     assert float(table["step_time_s"][0]) == pytest.approx(UNEVEN_HAND_S, rel=DETERMINISTIC_TOL)
 
 
-def test_epoch_time_agrees_without_prefetch_on_100_random_scenarios():
+@pytest.mark.parametrize("prefetch, seed", [(False, 31), (True, 32)])
+def test_epoch_time_agrees_on_100_random_scenarios(prefetch, seed):
     """Whole epochs under DATA sharding: 2-6 full steps and a partial last
     one (a multiple of the replicas: the uneven split is
     :func:`test_closed_form_agrees_on_an_uneven_split`), or none with
     drop_remainder; shuffle buffers of 0-5000 (whose fill steady.py counts
-    only with prefetch). The oracle runs three epochs; its second is compared."""
-    rng = np.random.default_rng(31)
+    only with prefetch, where the final step hides what it can of it). The
+    oracle runs three epochs; its second is compared."""
+    rng = np.random.default_rng(seed)
     for _ in range(100):
-        s = scenarios.sync_scenario(rng, even=True, cpu=bool(rng.random() < 0.3), prefetch=False,
+        s = scenarios.sync_scenario(rng, even=True, cpu=bool(rng.random() < 0.3), prefetch=prefetch,
                                     shuffle_buffer=int(rng.choice([0, 100, 5000])), shard_policy="DATA",
                                     drop_remainder=bool(rng.random() < 0.3))
         g, n = s.training.global_batch, s.num_replicas
@@ -311,27 +313,23 @@ def _second_epoch_s(s: Scenario, per: int) -> float:
     return float(np.sum(model.sync_step_times(s, epochs=3)[per:2 * per]))
 
 
-@pytest.mark.xfail(strict=True, reason="predict's epoch_time_s adds the whole shuffle fill (44 ms), but with "
-                   "prefetch one batch ahead the fill runs while the last step of the previous epoch computes; "
-                   "predict's own timeline and the oracle take 40 ms an epoch")
 def test_epoch_time_hides_the_fill_under_the_previous_step():
     """Hand derivation: 40 examples, 4 steps of 10 ms compute; input 1 ms a
     step, the fill 40 x 0.1 ms = 4 ms. When the last step of an epoch
     starts, the host reads the buffer and the next batch (5 ms) during its
-    10 ms: nothing is exposed, 4 x 10 = 40 ms an epoch after the first."""
+    10 ms: nothing is exposed, 4 x 10 = 40 ms an epoch after the first
+    (before the fix predict added the whole fill: 44 ms)."""
     s = _one_device(40, 1e-4, shuffle_buffer=40)
     assert _second_epoch_s(s, 4) == pytest.approx(0.040, rel=1e-9)
     assert distsim.predict(s).summary.epoch_time_s == pytest.approx(0.040, rel=DETERMINISTIC_TOL)
 
 
-@pytest.mark.xfail(strict=True, reason="predict's epoch_time_s prices every step at its steady-state max(input, "
-                   "device) (31 ms), but a short last step cannot hide the next epoch's first read; predict's own "
-                   "timeline and the oracle take 35 ms an epoch")
 def test_epoch_time_counts_the_input_a_short_last_step_exposes():
     """Hand derivation: 31 examples: steps of 10, 10, 10 and 1 example (10,
     10, 10, 1 ms of compute); input 5 ms a full batch. The next epoch's first
     batch is read from the start of the 1 ms step: 4 ms exposed, so 14 + 10 +
-    10 + 1 = 35 ms an epoch after the first."""
+    10 + 1 = 35 ms an epoch after the first (before the fix predict priced
+    every step at max(input, device): 31 ms)."""
     s = _one_device(31, 5e-4)
     assert _second_epoch_s(s, 4) == pytest.approx(0.035, rel=1e-9)
     assert distsim.predict(s).summary.epoch_time_s == pytest.approx(0.035, rel=DETERMINISTIC_TOL)

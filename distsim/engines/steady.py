@@ -416,6 +416,25 @@ def fill_s(p: dict, prefetch, shard_policy: str) -> np.ndarray:
     return np.where(prefetch, t, 0.0)
 
 
+def epoch_time_s(full: StepParts, last: StepParts, steps, fill, prefetch) -> np.ndarray:
+    """Seconds of an epoch in the steady state of many epochs: ``steps - 1``
+    full steps, then the final step (``last``).
+
+    Without prefetch every step is its input then its device work. With
+    prefetch the host reads step k+1's batch while the devices run step k,
+    so from one step's start to the next's is ``max(device_k, input_{k+1})``;
+    the input after the final step is the next epoch's first batch with the
+    shuffle-buffer ``fill`` before it. A fill shorter than the final step's
+    device time is hidden, and a short final step exposes the part of the
+    next batch's read it cannot cover.
+    """
+    alternating = (steps - 1) * (full.input_s + full.device_s) + last.input_s + last.device_s
+    before_last = (steps - 2) * np.maximum(full.device_s, full.input_s) + np.maximum(full.device_s, last.input_s)
+    next_read = fill + np.where(steps >= 2, full.input_s, last.input_s)
+    ahead = np.where(steps >= 2, before_last, 0.0) + np.maximum(last.device_s, next_read)
+    return np.where(prefetch, ahead, alternating)
+
+
 def epoch_plan(p: dict, shard_policy: str) -> sharding.Epoch:
     """The epoch's steps, examples and final-step size (:func:`distsim.mechanics.sharding.epoch`)."""
     workers = int(np.unique(p["cluster.num_workers"]).item())
@@ -438,7 +457,9 @@ class ModelOutput:
     Attributes:
         step_time_s: seconds per full step.
         exposed_comm_s: all-reduce seconds per step not hidden by the backward pass.
-        epoch_time_s: seconds per epoch (shuffle fill, full steps, final step).
+        epoch_time_s: seconds per epoch in the steady state of many epochs
+            (:func:`epoch_time_s`: full steps, the final step, the
+            shuffle fill where the final step does not hide it).
         steps_per_epoch: steps in one epoch.
         throughput_samples_per_s: examples per second in a full step.
         baseline_throughput_samples_per_s: one device of the same kind running
@@ -487,7 +508,7 @@ def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
     step = step_time_s(parts, plan_.prefetch)
     shape = epoch_plan(p, policy)
     last_parts = step_parts(slowest, shape.last_examples, plan_, kind, policy, collectives, metrics)
-    epoch = fill_s(p, plan_.prefetch, policy) + (shape.steps - 1) * step + step_time_s(last_parts, plan_.prefetch)
+    epoch = epoch_time_s(parts, last_parts, shape.steps, fill_s(p, plan_.prefetch, policy), plan_.prefetch)
     return ModelOutput(
         step_time_s=step,
         exposed_comm_s=parts.exposed_comm_s,
