@@ -49,6 +49,7 @@ import pytest
 from oracle import costs, model, scenarios
 
 import distsim
+from distsim.engines.steady import step_model
 from distsim.scenario import Scenario
 from distsim.scenario.presets import SCHEMA_VERSION
 
@@ -143,18 +144,34 @@ def _backup_minimal() -> Scenario:
                      "metric_values": 0}})
 
 
-@pytest.mark.xfail(strict=True, reason="with backup workers the timeline ends the step when the kept replicas' "
-                   "collective and update are done (1.1 ms here) and starts the next step's host work then, while "
-                   "steady.py's host is still dispatching the step's replicas one after another (4 x 1 ms)")
 def test_backup_step_still_pays_the_hosts_dispatch():
     """Hand derivation: the host dispatches 4 replicas, 1 ms each, every step
     (steady.py); replica 0 finishes first (1 + 0.1 ms) and is the one kept,
     the others are dropped (the kept gradient's ring ends at about 1.1 ms),
-    but the host starts the next step only after its last dispatch: 4 ms a step."""
+    but the host starts the next step only after its last dispatch: 4 ms a step
+    (before the fix the timeline took 1.1 ms and the closed form 4.1 ms)."""
     s = _backup_minimal()
     hand = 4e-3
     assert float(np.mean(model.sync_step_times(s)[1:])) == pytest.approx(hand, rel=1e-9)
     assert _mean_full_step(distsim.predict(s)) == pytest.approx(hand, rel=DETERMINISTIC_TOL)
+    assert float(step_model(s).step_time_s) == pytest.approx(hand, rel=DETERMINISTIC_TOL)
+
+
+def test_backup_workers_with_dispatch_agree_on_60_random_even_scenarios():
+    """predict and the closed form (what sweep uses) against the oracle, with
+    a per-replica dispatch: the kept replicas are the first dispatched, and the
+    host still dispatches the dropped ones. Even batches only: with an uneven
+    split the closed form takes the busiest batch for the kept replicas."""
+    rng = np.random.default_rng(42)
+    checked = 0
+    while checked < 60:
+        s = scenarios.sync_scenario(rng, even=True, backup=True)
+        if not s.training.backup_workers:
+            continue
+        want = float(np.mean(model.sync_step_times(s)[1:]))
+        assert _mean_full_step(distsim.predict(s)) == pytest.approx(want, rel=DETERMINISTIC_TOL), s.to_dict()
+        assert float(step_model(s).step_time_s) == pytest.approx(want, rel=DETERMINISTIC_TOL), s.to_dict()
+        checked += 1
 
 
 def _async_errors(seed: int, count: int, apply_at_ps: bool, copy: bool, **extra) -> list[tuple[float, object]]:
@@ -264,12 +281,25 @@ def test_uneven_split_by_hand():
     assert _mean_full_step(distsim.predict(s)) == pytest.approx(UNEVEN_HAND_S, rel=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason="steady.py's closed form (sweep, predict's baselines and epoch time) charges "
-                   "the last-dispatched replica the busiest replica's batch: 23 ms where the timeline and the oracle "
-                   "take 22 ms; timeline.py's docstring says the two agree exactly with deterministic compute")
 def test_closed_form_agrees_on_an_uneven_split():
+    """sweep's row (steady.step_model) is the hand derivation too (before the
+    fix it charged the last-dispatched replica the busiest batch: 23 ms)."""
     table = distsim.sweep(_uneven_minimal(), {"training.global_batch": [4]})
     assert float(table["step_time_s"][0]) == pytest.approx(UNEVEN_HAND_S, rel=DETERMINISTIC_TOL)
+
+
+def test_closed_form_agrees_on_150_random_uneven_scenarios():
+    """The closed form (sweep's model) against the oracle where the global
+    batch is split unevenly, a third on shared CPU cores with CPU-quota
+    stragglers (the last worker, whose batch is the smallest)."""
+    rng = np.random.default_rng(77)
+    uneven = 0
+    for i in range(150):
+        s = scenarios.sync_scenario(rng, even=False, cpu=i % 3 == 2)
+        uneven += s.training.global_batch % s.num_replicas != 0
+        want = float(np.mean(model.sync_step_times(s)[1:]))
+        assert float(step_model(s).step_time_s) == pytest.approx(want, rel=DETERMINISTIC_TOL), s.to_dict()
+    assert uneven >= 50
 
 
 @pytest.mark.parametrize("prefetch, seed", [(False, 31), (True, 32)])
