@@ -170,7 +170,10 @@ def test_cluster_cells_largest_error_does_not_grow(everything):
 def test_seed_tables_mean_error_does_not_grow(comparisons):
     # Target: mean <= 10 % per table. Not met by the Mirrored table (no
     # sourced per-replica host cost for GPUs); see data/reference/README.md.
-    ceilings = {"mirrored_4x_gtx1080ti": (0.131, 0.170), "multi_worker_2x_k80": (0.084, 0.130)}
+    # Ceilings raised once (issue 24) when the epoch time started following the
+    # pipeline across the epoch boundary (steady.epoch_time_s, checked against
+    # the SimPy oracle): 13.0 -> 13.6 % and 8.4 -> 8.7 % mean.
+    ceilings = {"mirrored_4x_gtx1080ti": (0.136, 0.173), "multi_worker_2x_k80": (0.087, 0.133)}
     for table_id, (_, cells) in comparisons.items():
         errors = [abs(c.error) for c in cells if not c.calibration]
         mean_ceiling, max_ceiling = ceilings[table_id]

@@ -245,14 +245,18 @@ class StepParts:
         input_s: host input time of the step on one worker, incl. the copy
             to the device.
         overhead_s: the worker host's fixed cost of the step.
-        dispatch_s: from the end of that overhead until the last replica
-            starts computing: its own and earlier replicas' dispatch, and on
-            shared cores the earlier replicas' compute.
-        forward_s, backward_s: compute pieces of the last replica.
+        dispatch_s: from the end of that overhead until the replica that
+            ends the step (:func:`critical_replica`) starts computing: its
+            own and earlier replicas' dispatch, and on shared cores the
+            earlier replicas' compute.
+        forward_s, backward_s: compute pieces of that replica.
         comm_chain_s: from the start of the backward pass until the last
             gradient collective ends (0 without communication).
         update_s: optimizer update.
         metric_comm_s: the metric all-reduces after the update.
+        host_dispatch_s: the host's dispatch of all its replicas; the step
+            lasts at least that long after the overhead (it matters when
+            backup workers end the step's compute before the last dispatch).
     """
 
     replica_batch: np.ndarray
@@ -264,12 +268,13 @@ class StepParts:
     comm_chain_s: np.ndarray
     update_s: np.ndarray
     metric_comm_s: np.ndarray
+    host_dispatch_s: np.ndarray | float = 0.0
 
     @property
     def device_s(self) -> np.ndarray:
         """Device time of the step: host work, compute, exposed all-reduce, update, metrics."""
-        return (self.overhead_s + self.dispatch_s + self.forward_s + self.backward_s + self.exposed_comm_s
-                + self.update_s + self.metric_comm_s)
+        replica = self.dispatch_s + self.forward_s + self.backward_s + self.exposed_comm_s
+        return self.overhead_s + np.maximum(replica, self.host_dispatch_s) + self.update_s + self.metric_comm_s
 
     @property
     def exposed_comm_s(self) -> np.ndarray:
@@ -370,26 +375,87 @@ def update_s(p: dict) -> np.ndarray:
     return p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / p["cluster.device.memory_bandwidth_Bps"]
 
 
+def critical_replica(p: dict, global_examples, device_kind: str, dispatch, collectives: Collectives | None,
+                     worker=0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(end, start, compute, comm chain) of the replica of ``worker`` whose
+    end ends its part of the step (times from the end of its host's overhead).
+
+    The global batch is split as :func:`distsim.mechanics.sharding.replica_batch_sizes`
+    says: chunks of ``c = ceil(examples / replicas)`` in replica order, so
+    worker 0 has at every local index at least the batch of any other worker
+    with the same cores. A worker's replicas form three blocks (batch ``c``,
+    the remainder, 0); in each the last-dispatched one ends last, so the
+    worker ends at the latest of those three: ``start + forward +
+    max(backward, chain)``. With backup workers the step aggregates the
+    first ``N - b`` backward passes to end: the replica at local index
+    ``ceil((N - b) / workers) - 1`` on every worker.
+    """
+    workers, local = p["cluster.num_workers"], p["cluster.devices_per_worker"]
+    examples = np.asarray(global_examples, dtype=float)
+    chunk = ceil_div(examples, workers * local).astype(float)
+    first = worker * local  # the worker's first replica
+    full = np.clip(examples // chunk - first, 0, local)  # its replicas with a whole chunk
+    if collectives is not None and collectives.backup_workers:
+        kept = workers * local - collectives.training.backup_workers
+        index = [ceil_div(kept, workers) - 1.0]
+    else:
+        index = [np.maximum(full - 1.0, 0.0), np.minimum(full, local - 1.0), local - 1.0]
+    per_example, launch = seconds_per_example(p, device_kind), launch_s(p)
+    shared = shares_cores(p, device_kind)
+    best = None
+    ends_before = 0.0  # on shared cores: when the previous candidate's compute ends (the flow shop's E_j)
+    previous = -1.0
+    for j in index:
+        q = np.maximum(np.clip(examples - (first + j) * chunk, 0.0, chunk) * per_example, launch)
+        # Shared cores: E_j = max over i <= j of ((i + 1) d + the compute of replicas i..j); within a block of
+        # equal compute the maximum is at one of its ends.
+        between = j - previous - 1.0
+        flow_end = np.maximum.reduce([ends_before + (between + 1) * q, (previous + 2) * dispatch + (between + 1) * q,
+                                      (j + 1) * dispatch + q])
+        flow_end = np.where(j > previous, flow_end, ends_before)  # the same replica as the previous candidate
+        start = np.where(shared, flow_end - q, (j + 1) * dispatch)
+        ends_before, previous = flow_end, np.maximum(j, previous)
+        chain = np.zeros_like(q) if collectives is None else collectives.chain_s(p, q * 2 / 3) * np.ones_like(q)
+        end = start + q / 3 + np.where(chain > 0, np.maximum(chain, q * 2 / 3), q * 2 / 3)
+        if best is None:
+            best = (end, start, q, chain)
+        else:
+            later = end > best[0]
+            best = tuple(np.where(later, new, old) for new, old in zip((end, start, q, chain), best))
+    return best
+
+
 def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, shard_policy: str,
-               collectives: Collectives | None = None, metric_comm=0.0) -> StepParts:
-    """Costs of one step that carries ``global_examples`` examples."""
+               collectives: Collectives | None = None, metric_comm=0.0, straggler: dict | None = None) -> StepParts:
+    """Costs of one step that carries ``global_examples`` examples, of the
+    worker that ends it: worker 0 (the largest batches) or, with
+    ``straggler`` (the last worker's params, :func:`straggler_params`), the
+    last worker."""
     workers = p["cluster.num_workers"]
     local = p["cluster.devices_per_worker"]
     b = ceil_div(global_examples, workers * local).astype(float)
-    compute = np.maximum(b * seconds_per_example(p, device_kind), launch_s(p))
-    overhead, dispatch = host_costs_s(p, plan_, device_kind)
-    backward = compute * 2 / 3
-    chain = np.zeros_like(b) if collectives is None else collectives.chain_s(p, backward) * np.ones_like(b)
+    last = int(np.unique(workers).item()) - 1
+    candidates = [(p, 0)] if straggler is None else [(straggler, last)] + ([(p, 0)] if last else [])
+    best = None
+    for q_params, worker in candidates:
+        overhead, dispatch = host_costs_s(q_params, plan_, device_kind)
+        end, start, compute, chain = critical_replica(q_params, global_examples, device_kind, dispatch, collectives,
+                                                      worker)
+        end = overhead + np.maximum(end, local * dispatch)
+        row = (end, overhead, dispatch, start, compute, chain)
+        best = row if best is None else tuple(np.where(end > best[0], new, old) for new, old in zip(row, best))
+    _, overhead, dispatch, start, compute, chain = best
     return StepParts(
         replica_batch=b,
         input_s=input_s(p, global_examples, shard_policy, device_kind) * np.ones_like(b),
         overhead_s=overhead * np.ones_like(b),
-        dispatch_s=dispatch_wait_s(local, dispatch, compute, shares_cores(p, device_kind)) * np.ones_like(b),
-        forward_s=compute / 3,
-        backward_s=backward,
-        comm_chain_s=chain,
+        dispatch_s=start * np.ones_like(b),
+        forward_s=compute / 3 * np.ones_like(b),
+        backward_s=compute * 2 / 3 * np.ones_like(b),
+        comm_chain_s=chain * np.ones_like(b),
         update_s=update_s(p) * np.ones_like(b),
         metric_comm_s=np.asarray(metric_comm, dtype=float) * np.ones_like(b),
+        host_dispatch_s=local * dispatch * np.ones_like(b),
     )
 
 
@@ -416,6 +482,25 @@ def fill_s(p: dict, prefetch, shard_policy: str) -> np.ndarray:
     return np.where(prefetch, t, 0.0)
 
 
+def epoch_time_s(full: StepParts, last: StepParts, steps, fill, prefetch) -> np.ndarray:
+    """Seconds of an epoch in the steady state of many epochs: ``steps - 1``
+    full steps, then the final step (``last``).
+
+    Without prefetch every step is its input then its device work. With
+    prefetch the host reads step k+1's batch while the devices run step k,
+    so from one step's start to the next's is ``max(device_k, input_{k+1})``;
+    the input after the final step is the next epoch's first batch with the
+    shuffle-buffer ``fill`` before it. A fill shorter than the final step's
+    device time is hidden, and a short final step exposes the part of the
+    next batch's read it cannot cover.
+    """
+    alternating = (steps - 1) * (full.input_s + full.device_s) + last.input_s + last.device_s
+    before_last = (steps - 2) * np.maximum(full.device_s, full.input_s) + np.maximum(full.device_s, last.input_s)
+    next_read = fill + np.where(steps >= 2, full.input_s, last.input_s)
+    ahead = np.where(steps >= 2, before_last, 0.0) + np.maximum(last.device_s, next_read)
+    return np.where(prefetch, ahead, alternating)
+
+
 def epoch_plan(p: dict, shard_policy: str) -> sharding.Epoch:
     """The epoch's steps, examples and final-step size (:func:`distsim.mechanics.sharding.epoch`)."""
     workers = int(np.unique(p["cluster.num_workers"]).item())
@@ -438,7 +523,9 @@ class ModelOutput:
     Attributes:
         step_time_s: seconds per full step.
         exposed_comm_s: all-reduce seconds per step not hidden by the backward pass.
-        epoch_time_s: seconds per epoch (shuffle fill, full steps, final step).
+        epoch_time_s: seconds per epoch in the steady state of many epochs
+            (:func:`epoch_time_s`: full steps, the final step, the
+            shuffle fill where the final step does not hide it).
         steps_per_epoch: steps in one epoch.
         throughput_samples_per_s: examples per second in a full step.
         baseline_throughput_samples_per_s: one device of the same kind running
@@ -483,11 +570,11 @@ def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
     batch = p["training.global_batch"]
     # Every worker waits for the slowest one (the straggler, when there is one) at the collectives.
     slowest = straggler_params(p)
-    parts = step_parts(slowest, batch, plan_, kind, policy, collectives, metrics)
+    parts = step_parts(p, batch, plan_, kind, policy, collectives, metrics, straggler=slowest)
     step = step_time_s(parts, plan_.prefetch)
     shape = epoch_plan(p, policy)
-    last_parts = step_parts(slowest, shape.last_examples, plan_, kind, policy, collectives, metrics)
-    epoch = fill_s(p, plan_.prefetch, policy) + (shape.steps - 1) * step + step_time_s(last_parts, plan_.prefetch)
+    last_parts = step_parts(p, shape.last_examples, plan_, kind, policy, collectives, metrics, straggler=slowest)
+    epoch = epoch_time_s(parts, last_parts, shape.steps, fill_s(p, plan_.prefetch, policy), plan_.prefetch)
     return ModelOutput(
         step_time_s=step,
         exposed_comm_s=parts.exposed_comm_s,

@@ -277,7 +277,8 @@ def _simulate_step(setup: _Setup, examples: int, batches: np.ndarray, factor: np
     forward_end = compute_start + work / 3
     start, end, done = _collectives(setup, forward_end, 2 * work / 3)
     last_backward = float(done.max())
-    update_start = np.full(setup.replicas, end[-1]) if len(end) else done
+    # A dropped backup replica that its host has not dispatched yet updates once dispatched.
+    update_start = np.maximum(end[-1], dispatch_end) if len(end) else done
     update_end = update_start + setup.update_s
     step_end = float(update_end.max()) + setup.metric_s  # the metric all-reduces wait for every replica
     exposed = float(end[-1]) - last_backward if len(end) else 0.0

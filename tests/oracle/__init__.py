@@ -25,7 +25,8 @@ fields.
 Scope (what the oracle covers; ``predict`` covers more): GPU devices, and
 CPU devices on shared cores (with a CPU-quota straggler) for synchronous
 training; no topology preset, the
-``alpha_beta`` protocol, ``buckets`` grouping, ``DATA``/``OFF`` sharding
+``alpha_beta`` protocol (TensorFlow's NCCL default for mirrored on GPUs is
+set back to it), kernel launches (``data/reference/RULES.md`` rules 16-18), ``buckets`` grouping, ``DATA``/``OFF`` sharding
 without a shuffle buffer, and for asynchronous parameter servers
 ``ps_cluster="processes"`` over a half-duplex link.
 """

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from distsim.scenario import Scenario
+from distsim.scenario.presets import load_preset
 
 
 def link_rate_Bps(link) -> float:
@@ -268,8 +269,24 @@ def update_s(s: Scenario) -> float:
 
 
 def prefetch(s: Scenario) -> bool:
-    """strategies.py: ``Training.prefetch``, else every strategy but ``default`` prefetches."""
-    return s.training.prefetch if s.training.prefetch is not None else s.strategy.name != "default"
+    """strategies.py: ``Training.prefetch``, else True: "every strategy's
+    default prefetches, plain Keras included" (tf_keras ``fit`` ends with
+    ``prefetch(AUTOTUNE)``, tf.data injects one)."""
+    return s.training.prefetch if s.training.prefetch is not None else True
+
+
+#: RULES.md rule 17: kernels one replica launches per step, per gradient
+#: tensor (forward, backward, its collective, its optimizer apply).
+KERNELS_PER_TENSOR = 4
+
+
+def launch_s(s: Scenario) -> float:
+    """RULES.md rule 16 (``Device.kernel_launch_s``): a process driving ``L``
+    devices launches the other ``L - 1`` replicas' ``4 x
+    num_gradient_tensors`` kernels each, ``kernel_launch_s`` apiece, while
+    they compute; a replica's compute ``q`` becomes ``max(q, launches)``."""
+    others = s.cluster.devices_per_worker - 1
+    return others * KERNELS_PER_TENSOR * s.workload.num_gradient_tensors * s.cluster.device.kernel_launch_s
 
 
 def metric_s(s: Scenario) -> float:
@@ -300,12 +317,24 @@ class AsyncCosts:
     shard_push_s: float
 
 
+def ps_host_memory_Bps(s: Scenario) -> float:
+    """prediction.py ``ps_apply_s``: a PS host's memory bandwidth is the
+    device's own for CPU workers ("the same kind of machine"), and the CPU
+    preset ``this_machine_core``'s when the workers' devices are
+    accelerators (TensorFlow applies a PS task's update on its CPU)."""
+    d = s.cluster.device
+    if d.kind == "cpu":
+        return d.memory_bandwidth_Bps
+    return float(load_preset("device", "this_machine_core")[0]["memory_bandwidth_Bps"])
+
+
 def async_costs(s: Scenario, apply_at_ps: bool = True) -> AsyncCosts:
     """Every replica is a worker that computes one replica batch (input
     prefetched: its own batch only, read then copied), then the transfers of
     prediction.py's ``async_costs``. ``apply_at_ps``: the PS applies the
-    optimizer update, ``num_params x optimizer_bytes_per_param / memory
-    bandwidth`` divided over the shards (issue 24, item 3)."""
+    optimizer update, ``num_params x optimizer_bytes_per_param`` over its
+    host's memory bandwidth (:func:`ps_host_memory_Bps`), divided over the
+    shards (issue 24, item 3)."""
     d, link = s.cluster.device, s.cluster.inter_link
     b = replica_batch(s)
     own_input = read_s(s, b) + copy_s(s, b)
@@ -313,6 +342,7 @@ def async_costs(s: Scenario, apply_at_ps: bool = True) -> AsyncCosts:
     compute = max(own_input, device) if prefetch(s) else own_input + device
     k, grad, rate = s.strategy.num_ps, gradient_bytes(s), link_rate_Bps(link)
     shard = link.request_s + grad / k / rate
-    apply = update_s(s) / k if apply_at_ps else 0.0
+    apply = s.workload.num_params * s.training.optimizer_bytes_per_param / ps_host_memory_Bps(s) / k
+    apply = apply if apply_at_ps else 0.0
     whole = link.latency_s + link.request_s + grad / rate
     return AsyncCosts(compute, whole, whole + apply, shard, shard + apply)

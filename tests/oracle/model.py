@@ -15,7 +15,8 @@ Synchronous training (:func:`sync_step_times`), per steady.py's docstring:
   done, and on shared CPU cores (a resource per worker) also once the
   replica before it has finished computing;
 * each **replica** computes forward (1/3) and backward (2/3) of its own
-  batch (sharding.py's split of the global batch) times a random factor per (step, replica) with mean 1 (stragglers.py);
+  batch (sharding.py's split of the global batch) times a random factor per (step, replica) with mean 1 (stragglers.py),
+  and no less than the host's launches of the worker's other replicas' kernels (RULES.md rule 16);
   gradient bucket k is ready once (k+1)/K of its backward pass is done;
 * one **communication resource** (capacity 1) serves the buckets' collectives
   one at a time, in order, each once every replica has produced that bucket,
@@ -99,7 +100,7 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345, ep
     ends = [env.event() for _ in range(steps)]
 
     def compute(step: int, r: int):
-        work = q[step, r] * f[step, r]
+        work = max(q[step, r] * f[step, r], costs.launch_s(s))
         pool = cores[r // local]
         turn = pool.request() if pool is not None else None
         if turn is not None:

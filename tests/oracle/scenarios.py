@@ -26,7 +26,8 @@ def _parts(rng: np.random.Generator, steps: int) -> tuple[dict, dict, dict]:
     device = {"name": "oracle_gpu", "kind": "gpu", "peak_flops": _log_uniform(rng, 1e12, 1e14),
               "efficiency": float(rng.uniform(0.2, 0.6)), "memory_bandwidth_Bps": _log_uniform(rng, 2e11, 2e12),
               "memory_bytes": 1e15, "step_overhead_s": _log_uniform(rng, 1e-5, 1e-2),
-              "replica_dispatch_s": _log_uniform(rng, 1e-6, 2e-3) if rng.random() < 0.6 else 0.0}
+              "replica_dispatch_s": _log_uniform(rng, 1e-6, 2e-3) if rng.random() < 0.6 else 0.0,
+              "kernel_launch_s": _log_uniform(rng, 1e-6, 3e-5) if rng.random() < 0.5 else 0.0}
     global_batch = int(rng.choice([32, 64, 128, 256, 512]))
     workload = {"name": "oracle_work", "num_params": int(_log_uniform(rng, 1e4, 1e8)),
                 "flops_per_sample": _log_uniform(rng, 1e6, 3e10),
@@ -79,12 +80,16 @@ def sync_scenario(rng: np.random.Generator, steps: int = 8, even: bool = False, 
     else:
         name = "multi_worker_mirrored" if workers > 1 or rng.random() < 0.3 else "mirrored"
         strategy = {"name": name, "algorithm": None if kind == "ring" else kind}
+        if kind == "ring":
+            # TensorFlow's default for mirrored on GPUs is NCCL, whose pricing the oracle leaves out.
+            strategy["protocol"] = "alpha_beta"
         if kind == "hierarchical":
             inter = str(rng.choice(["ring", "tree", "nccl_tree"] + (["halving_doubling"] if workers in (2, 4) else [])))
             strategy["inter_algorithm"] = inter
     cluster = {"num_workers": workers, "devices_per_worker": local}
     if cpu:
-        device.update(kind="cpu", peak_flops=_log_uniform(rng, 1e10, 1e11))
+        # RULES.md rule 18: CPU kernels run inline, no launches.
+        device.update(kind="cpu", peak_flops=_log_uniform(rng, 1e10, 1e11), kernel_launch_s=0.0)
         cluster["physical_cores"] = float(rng.choice([0.5, 2 / 3, 1.0, 2.0, 4.0]))
         if rng.random() < 0.4 and workers > 1:
             cluster["straggler_cores"] = cluster["physical_cores"] * float(rng.choice([0.25, 0.5, 1.0]))
