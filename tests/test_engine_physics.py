@@ -18,7 +18,7 @@ from distsim import make_scenario
 from distsim.engines import prediction
 
 
-from distsim import make_scenario, predict
+from distsim import predict
 from distsim.results.result import Result
 
 STEPS = 200  # fewer than an epoch of MNIST at batch 64 (938 steps): only step 0 opens an epoch
