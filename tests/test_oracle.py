@@ -128,8 +128,8 @@ def test_backup_workers_agree_on_60_random_deterministic_scenarios():
         assert _mean_full_step(distsim.predict(s)) == pytest.approx(want, rel=DETERMINISTIC_TOL), s.to_dict()
 
 
-def _backup_minimal() -> Scenario:
-    """1 worker of 4 GPUs, 1 ms to dispatch each, 0.1 ms of compute each, 3 backup workers."""
+def _one_gpu_worker(devices: int, flops_per_sample: float, strategy: dict, training: dict) -> Scenario:
+    """One worker of ``devices`` ideal GPUs (1e12 FLOP/s, 1 ms to dispatch each, free links), global batch 4."""
     return Scenario.from_dict({
         "schema_version": SCHEMA_VERSION,
         "cluster": {"device": {"name": "g", "kind": "gpu", "peak_flops": 1e12, "efficiency": 1.0,
@@ -137,11 +137,16 @@ def _backup_minimal() -> Scenario:
                                "replica_dispatch_s": 1e-3},
                     "intra_link": {"name": "i", "bandwidth_Bps": 1e12, "latency_s": 0.0},
                     "inter_link": {"name": "e", "bandwidth_Bps": 1e12, "latency_s": 0.0},
-                    "devices_per_worker": 4},
-        "workload": {"name": "w", "num_params": 1, "flops_per_sample": 1e8, "num_examples": 400},
-        "strategy": {"name": "mirrored"},
-        "training": {"global_batch": 4, "steps": 5, "optimizer_bytes_per_param": 0, "backup_workers": 3,
-                     "metric_values": 0}})
+                    "devices_per_worker": devices},
+        "workload": {"name": "w", "num_params": 1, "flops_per_sample": flops_per_sample, "num_examples": 400},
+        "strategy": strategy,
+        "training": {"global_batch": 4, "steps": 5, "optimizer_bytes_per_param": 0, **training}})
+
+
+def _backup_minimal() -> Scenario:
+    """1 worker of 4 GPUs, 1 ms to dispatch each, 0.1 ms of compute each, 3 backup workers."""
+    return _one_gpu_worker(4, 1e8, {"name": "mirrored"},
+                           {"backup_workers": 3, "metric_values": 0})
 
 
 def test_backup_step_still_pays_the_hosts_dispatch():
@@ -256,17 +261,7 @@ def _uneven_minimal():
     """1 worker of 3 GPUs, global batch 4: tf.distribute gives the replicas 2,
     2 and 0 examples. The ring priced as alpha-beta (TensorFlow's default for
     mirrored on GPUs is NCCL, whose tuning latencies the oracle leaves out)."""
-    return Scenario.from_dict({
-        "schema_version": SCHEMA_VERSION,
-        "cluster": {"device": {"name": "g", "kind": "gpu", "peak_flops": 1e12, "efficiency": 1.0,
-                               "memory_bandwidth_Bps": 1e12, "memory_bytes": 1e15, "step_overhead_s": 0.0,
-                               "replica_dispatch_s": 1e-3},
-                    "intra_link": {"name": "i", "bandwidth_Bps": 1e12, "latency_s": 0.0},
-                    "inter_link": {"name": "e", "bandwidth_Bps": 1e12, "latency_s": 0.0},
-                    "devices_per_worker": 3},
-        "workload": {"name": "w", "num_params": 1, "flops_per_sample": 1e10, "num_examples": 400},
-        "strategy": {"name": "mirrored", "protocol": "alpha_beta"},
-        "training": {"global_batch": 4, "steps": 5, "optimizer_bytes_per_param": 0}})
+    return _one_gpu_worker(3, 1e10, {"name": "mirrored", "protocol": "alpha_beta"}, {})
 
 
 #: Hand derivation for :func:`_uneven_minimal`: replica j starts after j + 1
