@@ -17,8 +17,8 @@ call that rebuilds it.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, HealthCheck, given, settings
+from hypothesis import assume, strategies as st
 
 import distsim
 import physical_invariants as inv
@@ -40,7 +40,13 @@ def _assert_none(found: list[inv.Violation], only: str | None = None) -> None:
 
 
 def _only(invariant: str, case) -> None:
-    _assert_none(inv.check_summary(case.scenario, distsim.predict(case.scenario)), invariant)
+    try:
+        result = distsim.predict(case.scenario)
+    except distsim.InputError as error:
+        # A replica that does not fit in device memory is refused on purpose: not a valid scenario.
+        assume("cluster.device.memory_bytes" not in str(error))
+        raise
+    _assert_none(inv.check_summary(case.scenario, result), invariant)
 
 
 @settings(max_examples=300, **_SETTINGS)
