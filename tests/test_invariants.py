@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import assume, HealthCheck, given, settings
-from hypothesis import assume, strategies as st
+from hypothesis import strategies as st
 
 import distsim
 import physical_invariants as inv
