@@ -527,3 +527,69 @@ def check_multi_worker_fit(fn, workdir=None, workers: int = 2, steps: int = 5) -
         return "Not yet: the workers end with different weights, so they did not train one model."
     return (f"Right: {workers} processes, one MultiWorkerMirroredStrategy with {workers} replicas in sync, {steps} "
             "steps, and every worker ends with the same weights.")
+
+
+# ---- 09, Exercise 5: a SavedModel written by the chief, loaded back with and without strategy.scope() -----------
+
+class _NonChief:
+    """The strategy as a worker that is not the chief sees it: ``extended.should_checkpoint`` is False (under
+    MultiWorkerMirroredStrategy it is ``_is_chief``: ``collective_all_reduce_strategy.py`` 1114-1115); the rest
+    is the real strategy."""
+
+    def __init__(self, strategy):
+        self._strategy = strategy
+        self.extended = type("Extended", (), {"should_checkpoint": False})()
+
+    def __getattr__(self, name):
+        return getattr(self._strategy, name)
+
+
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `folder`, with its inode and modification time (a rewrite changes one of them)."""
+    return {str(p.relative_to(folder)): (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+def _distributed(variables) -> bool:
+    import tensorflow as tf
+    return bool(variables) and all(isinstance(v, tf.distribute.DistributedValues) for v in variables)
+
+
+def check_saved_model(fn) -> str:
+    """09 Ex5: fn(model, strategy, export_dir) -> (loaded, loaded_in_scope). Called as the chief, it must write a
+    SavedModel to export_dir and load it back outside and inside strategy.scope(); called as another worker, it
+    must leave export_dir and its folder as they were."""
+    import tensorflow as tf
+    strategy = mirrored(2)
+    model, ds = build(strategy)
+    x = next(iter(ds))[0][:8]
+    want = model(x).numpy()
+    work = Path(tempfile.mkdtemp(prefix="distsim-ex09-savedmodel-"))
+    export_dir = work / "model"
+    try:
+        loaded, loaded_in_scope = fn(model, strategy, str(export_dir))
+        if not tf.saved_model.contains_saved_model(str(export_dir)):
+            return ("Not yet: after the chief's call export_dir holds no SavedModel. model.save(export_dir) or "
+                    "tf.saved_model.save(model, export_dir) writes one (a name ending in .keras or .h5 does not).")
+        if _distributed(loaded.variables) or not loaded.variables:
+            return "Not yet: the first model returned should have plain variables: load it outside strategy.scope()."
+        if not _distributed(loaded_in_scope.variables):
+            return ("Not yet: the second model's variables are not distributed. Load it again inside "
+                    "`with strategy.scope():` so that every replica gets a copy.")
+        gap = float(np.abs(loaded(x).numpy() - want).max())
+        per_replica = strategy.experimental_local_results(strategy.run(loaded_in_scope, args=(x,)))
+        gap = max([gap] + [float(np.abs(r.numpy() - want).max()) for r in per_replica])
+        before = _files(work)
+        fn(model, _NonChief(strategy), str(export_dir))
+        after = _files(work)
+    except Exception as exc:   # the learner's error
+        return _failed(exc)
+    if gap > 1e-5:   # the same float32 weights and ops: only rounding may differ
+        return f"Not yet: the loaded model's outputs differ from the model's by {gap:.1e}. Did you save the model given?"
+    if any(before.get(name) != stamp for name, stamp in after.items() if name.startswith("model")):
+        return ("Not yet: a worker that is not the chief (strategy.extended.should_checkpoint is False) wrote into "
+                "export_dir, which the chief writes. It must save too, but to a temporary directory it deletes.")
+    left = sorted({name.split("/")[0] for name in after} - {"model"})
+    if left:
+        return f"Not yet: the non-chief left {left} next to export_dir; delete its temporary copy after saving."
+    return (f"Right: the chief wrote the SavedModel; loaded outside the scope it has plain variables, inside it "
+            f"{len(per_replica)} copies of each, and both compute the model's outputs.")

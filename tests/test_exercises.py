@@ -38,6 +38,11 @@ CASES = {
     "09": ("09_ex4.py", {"09_ex4_wrong.py": "started again at epoch 0"}),
 }
 
+# ---- 09, Exercise 5: a SavedModel written by the chief, loaded with and without strategy.scope() ----
+CASES["09s"] = ("09_ex5.py", {"09_ex5_wrong.py": "Load it again inside `with strategy.scope():`",
+                              "09_ex5_wrong2.py": "wrote into export_dir, which the chief writes",
+                              "09_ex5_wrong3.py": "left ['worker_copy'] next to export_dir"})
+
 
 @functools.cache
 def verdicts(notebook: str) -> dict[str, str]:
