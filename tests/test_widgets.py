@@ -165,7 +165,7 @@ def test_export_and_load_restore_the_identical_state(lab):
     assert twin.scenario == lab.scenario
     assert twin.scenario.to_dict() == lab.scenario.to_dict()
     assert {n: w.value for n, w in twin.controls.items()} == {n: w.value for n, w in lab.controls.items()}
-    assert twin.controls["workload"].value == "resnet50_224"  # a resized preset, not "(from file)"
+    assert twin.controls["workload"].value == "resnet50_224"  # a resized preset, not "(as loaded)"
     assert twin.metrics.value == lab.metrics.value
 
 

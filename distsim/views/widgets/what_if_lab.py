@@ -41,7 +41,7 @@ SCALING_REPLICAS = (1, 2, 4, 8, 16, 32, 64)
 #: Strategies whose scaling curve adds workers (the others add devices to one machine).
 MULTI_WORKER = ("multi_worker_mirrored", "parameter_server")
 DEFAULT = "default"
-LOADED = "(from file)"
+LOADED = "(as loaded)"
 NONE = "none"
 
 
