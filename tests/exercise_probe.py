@@ -49,5 +49,17 @@ def main(notebook: str, answers: list[str]) -> None:
     print(json.dumps(verdicts))
 
 
+# ---- 04, Exercise 3: a learning-rate warm-up scaled by the replica count ----
+NAMES["04_ex3"] = "warmup_schedule"
+_checker_before_04_ex3 = checker
+
+
+def checker(notebook: str):  # noqa: F811  (extends the dispatch above without editing it)
+    if notebook == "04_ex3":
+        strategy = tf.distribute.MirroredStrategy(CPUS)
+        return lambda fn: exercises.check_warmup_schedule(fn, strategy)
+    return _checker_before_04_ex3(notebook)
+
+
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2:])
