@@ -25,7 +25,7 @@ import tensorflow as tf  # noqa: E402
 CPUS = [d.name for d in tf.config.list_logical_devices("CPU")]
 NAMES = {"02": "weighted_replica_loss", "04": "train_mnist", "05": "three_worker_configs", "05b": "train_worker", "06": "ps_cluster_configs",
          "06b": "make_partitioner", "07": "central_step", "08": "my_dataset_fn", "09": "resumable_fit",
-         "09s": "export_and_reload"}
+         "09s": "export_and_reload", "04_ex3": "warmup_schedule"}
 
 
 def checker(notebook: str):
@@ -38,7 +38,7 @@ def checker(notebook: str):
                 "09": exercises.check_resumable, "09s": exercises.check_saved_model}[notebook]
     strategy = tf.distribute.MirroredStrategy(CPUS)
     check = {"02": exercises.check_weighted_loss, "04": exercises.check_train_mnist,
-             "08": exercises.check_dataset_fn}[notebook]
+             "04_ex3": exercises.check_warmup_schedule, "08": exercises.check_dataset_fn}[notebook]
     return lambda fn: check(fn, strategy)
 
 
@@ -47,18 +47,6 @@ def main(notebook: str, answers: list[str]) -> None:
     cell_globals = {"tf": tf, "SMALL_EPOCHS": exercises.RESUME_EPOCHS, "SMALL_STEPS": exercises.RESUME_STEPS}
     verdicts = {a: check(runpy.run_path(a, init_globals=cell_globals)[NAMES[notebook]]) for a in answers}
     print(json.dumps(verdicts))
-
-
-# ---- 04, Exercise 3: a learning-rate warm-up scaled by the replica count ----
-NAMES["04_ex3"] = "warmup_schedule"
-_checker_before_04_ex3 = checker
-
-
-def checker(notebook: str):  # noqa: F811  (extends the dispatch above without editing it)
-    if notebook == "04_ex3":
-        strategy = tf.distribute.MirroredStrategy(CPUS)
-        return lambda fn: exercises.check_warmup_schedule(fn, strategy)
-    return _checker_before_04_ex3(notebook)
 
 
 if __name__ == "__main__":
