@@ -334,7 +334,7 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
     overhead = max(float(intercept) - update_s - dispatch, 0.0)
     # One PS worker's update = pull + compute + push + the PS applying the
     # gradient (the simulator prices that apply itself, like the update above:
-    # distsim.engines.prediction.ps_apply_s); each transfer is the link's
+    # distsim.engines.costs.ps_apply_s); each transfer is the link's
     # latency and bytes plus the PS's request cost.
     ps_update = float(np.median(ps_rounds))
     compute = overhead + dispatch + PS_BATCH * float(slope)
