@@ -485,7 +485,8 @@ def measure_ps(workload: str, *, timeout_s: float = 600) -> float:
     """One round of the parameter-server benchmark: seconds between the
     updates of one worker on the in-process cluster with a 4-example batch."""
     plan = calibration_plan(workload).with_(strategy="parameter_server", num_workers=1, num_ps=1,
-                                            per_replica_batch=PS_BATCH, steps_per_epoch=PS_UPDATES)
+                                            per_replica_batch=PS_BATCH, steps_per_epoch=PS_UPDATES,
+                                            ps_cluster="in_process")
     return run_experiment(plan, progress=False, timeout_s=timeout_s).summary.step_time_s
 
 
