@@ -55,6 +55,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from distsim.engines import steady
+from distsim.mechanics.stepcosts import StepCosts
 from distsim.mechanics.strategies import StrategyPlan
 from distsim.scenario import Scenario
 
@@ -113,7 +114,7 @@ def of_sync(scenario: Scenario, plan_: StrategyPlan, parts: steady.StepParts) ->
     return _warned(neck, scenario, sync=True)
 
 
-def of_async(scenario: Scenario, plan_: StrategyPlan, p: steady.StepCosts, costs) -> Bottleneck:
+def of_async(scenario: Scenario, plan_: StrategyPlan, p: StepCosts, costs) -> Bottleneck:
     """The bottleneck of an asynchronous PS scenario from its
     :class:`~distsim.engines.costs.AsyncCosts` ``costs`` (``p``: its
     :class:`~distsim.mechanics.stepcosts.StepCosts`). Workers are the typical (not straggler) worker."""
