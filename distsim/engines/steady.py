@@ -57,67 +57,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from distsim.mechanics import gradients, sharding
-from distsim.mechanics.communication import Communication, link_Bps
+from distsim.mechanics.communication import Communication
+from distsim.mechanics.stepcosts import StepCosts, step_costs
 from distsim.mechanics.strategies import StrategyPlan, plan
 from distsim.scenario import Scenario
 from distsim.validation import InputError
-
-#: Scenario fields the vectorised model reads (numeric; None becomes NaN).
-MODEL_FIELDS: tuple[str, ...] = (
-    "cluster.num_workers",
-    "cluster.devices_per_worker",
-    "cluster.physical_cores",
-    "cluster.host_input_speed",
-    "cluster.device.peak_flops",
-    "cluster.device.efficiency",
-    "cluster.device.memory_bandwidth_Bps",
-    "cluster.device.step_overhead_s",
-    "cluster.device.replica_dispatch_s",
-    "cluster.device.replica_variable_s",
-    "cluster.device.kernel_launch_s",
-    "workload.num_gradient_tensors",
-    "cluster.intra_link.bandwidth_Bps",
-    "cluster.intra_link.latency_s",
-    "cluster.inter_link.bandwidth_Bps",
-    "cluster.inter_link.latency_s",
-    "cluster.inter_link.request_s",
-    "cluster.intra_link.payload_fraction",
-    "cluster.intra_link.stack_bandwidth_Bps",
-    "cluster.inter_link.payload_fraction",
-    "cluster.inter_link.stack_bandwidth_Bps",
-    "cluster.straggler_cores",
-    "cluster.inter_link.full_duplex",
-    "workload.num_params",
-    "workload.bytes_per_param",
-    "workload.flops_per_sample",
-    "workload.compute_s_per_sample",
-    "workload.input_s_per_sample",
-    "workload.input_bytes_per_sample",
-    "workload.num_examples",
-    "workload.activation_bytes_per_sample",
-    "cluster.device.memory_bytes",
-    "cluster.device.activation_value_bytes",
-    "training.global_batch",
-    "training.drop_remainder",
-    "training.num_files",
-    "training.shuffle_buffer",
-    "training.input_threads",
-    "training.num_buckets",
-    "training.optimizer_bytes_per_param",
-    "training.metric_values",
-)
-
-
-def model_params(scenario: Scenario) -> dict[str, np.ndarray]:
-    """The :data:`MODEL_FIELDS` of a scenario as 0-d float arrays."""
-    out = {}
-    for path in MODEL_FIELDS:
-        value = scenario
-        for part in path.split("."):
-            value = getattr(value, part)
-        out[path] = np.asarray(np.nan if value is None else float(value))
-    return out
-
 
 def ceil_div(a, b):
     return -(-np.asarray(a) // np.asarray(b))
@@ -156,13 +100,13 @@ class Collectives:
         return cls(Communication.of(scenario, plan_), scenario.training, gradients.tensor_stream(scenario.workload),
                    float(scenario.workload.gradient_bytes), scenario.training.backup_workers > 0)
 
-    def duration_s(self, p: dict, message_bytes) -> np.ndarray:
+    def duration_s(self, p: StepCosts, message_bytes) -> np.ndarray:
         """Seconds of one collective's part that the gradients wait for."""
         return self.comm.push_s(p, message_bytes)
 
-    def pull_s(self, p: dict) -> np.ndarray:
+    def pull_s(self, p: StepCosts) -> np.ndarray:
         """A parameter server's pull of all variables after the step's pushes (0 otherwise)."""
-        return self.comm.pull_s(p, p["workload.num_params"] * p["workload.bytes_per_param"])
+        return self.comm.pull_s(p, p.gradient_bytes)
 
     @property
     def fused(self) -> bool:
@@ -175,7 +119,7 @@ class Collectives:
         to its own PS task (see :func:`distsim.mechanics.communication.sharded_ps_exchange`)."""
         return self.comm.two_level_ps and self.training.grouping == "per_tensor" and not self.backup_workers
 
-    def sharded_exchange_s(self, p: dict, launch_s: list):
+    def sharded_exchange_s(self, p: StepCosts, launch_s: list):
         """(end of the last push, the pull after it) for tensors ready at ``launch_s``."""
         return self.comm.sharded_exchange_s(p, launch_s, self.stream.share, self.stream.share[::-1],
                                             self.gradient_bytes)
@@ -192,11 +136,11 @@ class Collectives:
         return gradients.fusion_groups(ready_s, self.stream.share, self.gradient_bytes, t.fusion_cycle_s,
                                        t.fusion_threshold_bytes)
 
-    def chain_s(self, p: dict, backward_s) -> np.ndarray:
+    def chain_s(self, p: StepCosts, backward_s) -> np.ndarray:
         """Seconds from the start of the backward pass until the last
         collective ends, with every replica's backward taking ``backward_s``
         (arrays broadcast over a sweep)."""
-        grad = p["workload.num_params"] * p["workload.bytes_per_param"]
+        grad = p.gradient_bytes
         bwd = np.asarray(backward_s, dtype=float)
         if self.sharded:
             push_end, pull = self.sharded_exchange_s(p, [r * bwd for r in self.stream.ready])
@@ -216,21 +160,21 @@ class Collectives:
         for value in np.unique(bwd_b):  # the buffers depend on the backward pass's length
             rows = bwd_b == value
             launch, share = self.fused_groups(self.stream.ready * value)
-            sub = {k: np.broadcast_to(v, out.shape)[rows] for k, v in p.items()}
-            grad_rows = sub["workload.num_params"] * sub["workload.bytes_per_param"]
+            sub = p.rows(out.shape, rows)
+            grad_rows = sub.gradient_bytes
             out[rows] = gradients.serial_chain_end(list(launch), [self.duration_s(sub, s * grad_rows) for s in share])
         return out + pull
 
 
-def metric_comm_s(p: dict, comm: Communication) -> np.ndarray:
+def metric_comm_s(p: StepCosts, comm: Communication) -> np.ndarray:
     """Seconds of the per-step metric all-reduces: ``metric_values`` 4-byte
     all-reduces one after another with the gradient's schedule, when the
     replicas span several worker processes (multi_worker_mirrored); 0
     otherwise."""
-    one_process = np.all(p["cluster.num_workers"] == 1)
+    one_process = np.all(p.num_workers == 1)
     if comm.plan.strategy != "multi_worker_mirrored" or comm.plan.algorithm is None or one_process:
-        return np.zeros_like(p["training.metric_values"])
-    return p["training.metric_values"] * comm.time_s(p, 4.0)
+        return np.zeros_like(p.metric_values)
+    return p.metric_values * comm.time_s(p, 4.0)
 
 
 # ------------------------------------------------------------------ host and compute
@@ -282,23 +226,23 @@ class StepParts:
         return np.where(self.comm_chain_s > 0, np.maximum(self.comm_chain_s - self.backward_s, 0.0), 0.0)
 
 
-def shares_cores(p: dict, device_kind: str) -> np.ndarray:
+def shares_cores(p: StepCosts) -> np.ndarray:
     """Whether a worker's replicas share its physical cores (CPU devices with
     ``physical_cores`` set) rather than each having its own hardware."""
-    return (device_kind == "cpu") & ~np.isnan(p["cluster.physical_cores"])
+    return (p.device_kind == "cpu") & ~np.isnan(p.physical_cores)
 
 
-def _worker_cores(p: dict, device_kind: str) -> np.ndarray:
+def _worker_cores(p: StepCosts) -> np.ndarray:
     """Physical cores of a worker whose replicas share them; 1 (one device's own hardware) otherwise."""
-    return np.where(shares_cores(p, device_kind), p["cluster.physical_cores"], 1.0)
+    return np.where(shares_cores(p), p.physical_cores, 1.0)
 
 
-def seconds_per_example(p: dict, device_kind: str) -> np.ndarray:
+def seconds_per_example(p: StepCosts) -> np.ndarray:
     """Compute seconds per example on one replica running alone on its
     hardware: all of the worker's cores for CPU devices that share them."""
-    measured = p["workload.compute_s_per_sample"]
-    derived = p["workload.flops_per_sample"] / (p["cluster.device.peak_flops"] * p["cluster.device.efficiency"])
-    return np.where(np.isnan(measured), derived, measured) / _worker_cores(p, device_kind)
+    measured = p.compute_s_per_sample
+    derived = p.flops_per_sample / (p.peak_flops * p.device_efficiency)
+    return np.where(np.isnan(measured), derived, measured) / _worker_cores(p)
 
 
 #: Kernels one replica launches per step, per gradient tensor: forward, backward, its collective, its
@@ -306,41 +250,39 @@ def seconds_per_example(p: dict, device_kind: str) -> np.ndarray:
 KERNELS_PER_TENSOR = 4
 
 
-def launch_s(p: dict) -> np.ndarray:
+def launch_s(p: StepCosts) -> np.ndarray:
     """Host seconds per step launching the kernels of a worker's other
     replicas, overlapped with compute: a replica's compute lasts at least this
     long (``data/reference/RULES.md`` rule 16; one replica's launches are in
     ``step_overhead_s``)."""
-    others = p["cluster.devices_per_worker"] - 1
-    return others * KERNELS_PER_TENSOR * p["workload.num_gradient_tensors"] * p["cluster.device.kernel_launch_s"]
+    others = p.devices_per_worker - 1
+    return others * KERNELS_PER_TENSOR * p.num_gradient_tensors * p.kernel_launch_s
 
 
-def host_slowdown(p: dict, device_kind: str) -> np.ndarray:
+def host_slowdown(p: StepCosts) -> np.ndarray:
     """How much slower a worker's single-threaded host work runs: ``1 /
     physical_cores`` when its process has less than one core, else 1."""
-    return 1.0 / np.minimum(_worker_cores(p, device_kind), 1.0)
+    return 1.0 / np.minimum(_worker_cores(p), 1.0)
 
 
-def straggler_params(p: dict) -> dict:
+def straggler_costs(p: StepCosts) -> StepCosts:
     """``p`` for the last worker: its cores are ``cluster.straggler_cores``
     where one is set (a CPU-quota straggler), else unchanged."""
-    slow = dict(p)
-    straggler = p["cluster.straggler_cores"]
-    slow["cluster.physical_cores"] = np.where(np.isnan(straggler), p["cluster.physical_cores"], straggler)
-    return slow
+    straggler = p.straggler_cores
+    return p.replace(physical_cores=np.where(np.isnan(straggler), p.physical_cores, straggler))
 
 
-def host_costs_s(p: dict, plan_: StrategyPlan, device_kind: str) -> tuple[np.ndarray, np.ndarray]:
+def host_costs_s(p: StepCosts, plan_: StrategyPlan) -> tuple[np.ndarray, np.ndarray]:
     """The worker host's seconds per step: (fixed overhead, dispatch of each replica).
 
     Both run ``host_slowdown`` times slower on less than one core. A strategy
     with one central copy of the variables (central_storage) moves the
     variables' share of the dispatch from every replica to the overhead.
     """
-    slow = host_slowdown(p, device_kind)
-    once = p["cluster.device.replica_variable_s"] if plan_.strategy == "central_storage" else 0.0
-    overhead = (p["cluster.device.step_overhead_s"] + once) * slow
-    dispatch = (p["cluster.device.replica_dispatch_s"] - once) * slow
+    slow = host_slowdown(p)
+    once = p.replica_variable_s if plan_.strategy == "central_storage" else 0.0
+    overhead = (p.step_overhead_s + once) * slow
+    dispatch = (p.replica_dispatch_s - once) * slow
     return overhead, dispatch
 
 
@@ -357,26 +299,25 @@ def dispatch_wait_s(local, dispatch, compute, shared) -> np.ndarray:
     return np.where(shared, flow_end - compute, local * dispatch)
 
 
-def input_s(p: dict, global_examples, shard_policy: str, device_kind: str) -> np.ndarray:
+def input_s(p: StepCosts, global_examples) -> np.ndarray:
     """A worker host's input time for a step of ``global_examples``: reading
     them (its own share unless DATA sharding), and copying a replica's batch
     to its accelerator."""
-    workers = p["cluster.num_workers"]
-    replicas = workers * p["cluster.devices_per_worker"]
-    read = np.where((workers == 1) | (shard_policy == "DATA"), global_examples, ceil_div(global_examples, workers))
-    host_s = read * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
+    workers = p.num_workers
+    replicas = workers * p.devices_per_worker
+    read = np.where((workers == 1) | (p.shard_policy == "DATA"), global_examples, ceil_div(global_examples, workers))
+    host_s = read * p.input_s_per_sample / (p.host_input_speed * p.input_threads)
     batch = ceil_div(global_examples, replicas)
-    copy_s = 0.0 if device_kind == "cpu" else batch * p["workload.input_bytes_per_sample"] / link_Bps(p, "intra_link")
+    copy_s = 0.0 if p.device_kind == "cpu" else batch * p.input_bytes_per_sample / p.intra_Bps
     return host_s + copy_s
 
 
-def update_s(p: dict) -> np.ndarray:
+def update_s(p: StepCosts) -> np.ndarray:
     """The optimizer update on the device: its bytes over memory bandwidth."""
-    return p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / p["cluster.device.memory_bandwidth_Bps"]
+    return p.num_params * p.optimizer_bytes_per_param / p.memory_bandwidth_Bps
 
 
-def critical_replica(p: dict, global_examples, device_kind: str, dispatch, collectives: Collectives | None,
-                     worker=0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def critical_replica(p: StepCosts, global_examples, dispatch, collectives: Collectives | None, worker=0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(end, start, compute, comm chain) of the replica of ``worker`` whose
     end ends its part of the step (times from the end of its host's overhead).
 
@@ -390,7 +331,7 @@ def critical_replica(p: dict, global_examples, device_kind: str, dispatch, colle
     first ``N - b`` backward passes to end: the replica at local index
     ``ceil((N - b) / workers) - 1`` on every worker.
     """
-    workers, local = p["cluster.num_workers"], p["cluster.devices_per_worker"]
+    workers, local = p.num_workers, p.devices_per_worker
     examples = np.asarray(global_examples, dtype=float)
     chunk = ceil_div(examples, workers * local).astype(float)
     first = worker * local  # the worker's first replica
@@ -400,8 +341,8 @@ def critical_replica(p: dict, global_examples, device_kind: str, dispatch, colle
         index = [ceil_div(kept, workers) - 1.0]
     else:
         index = [np.maximum(full - 1.0, 0.0), np.minimum(full, local - 1.0), local - 1.0]
-    per_example, launch = seconds_per_example(p, device_kind), launch_s(p)
-    shared = shares_cores(p, device_kind)
+    per_example, launch = seconds_per_example(p), launch_s(p)
+    shared = shares_cores(p)
     best = None
     ends_before = 0.0  # on shared cores: when the previous candidate's compute ends (the flow shop's E_j)
     previous = -1.0
@@ -425,29 +366,28 @@ def critical_replica(p: dict, global_examples, device_kind: str, dispatch, colle
     return best
 
 
-def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, shard_policy: str,
-               collectives: Collectives | None = None, metric_comm=0.0, straggler: dict | None = None) -> StepParts:
+def step_parts(p: StepCosts, global_examples, plan_: StrategyPlan, collectives: Collectives | None = None,
+               metric_comm=0.0, straggler: StepCosts | None = None) -> StepParts:
     """Costs of one step that carries ``global_examples`` examples, of the
     worker that ends it: worker 0 (the largest batches) or, with
-    ``straggler`` (the last worker's params, :func:`straggler_params`), the
+    ``straggler`` (the last worker's costs, :func:`straggler_costs`), the
     last worker."""
-    workers = p["cluster.num_workers"]
-    local = p["cluster.devices_per_worker"]
+    workers = p.num_workers
+    local = p.devices_per_worker
     b = ceil_div(global_examples, workers * local).astype(float)
     last = int(np.unique(workers).item()) - 1
     candidates = [(p, 0)] if straggler is None else [(straggler, last)] + ([(p, 0)] if last else [])
     best = None
     for q_params, worker in candidates:
-        overhead, dispatch = host_costs_s(q_params, plan_, device_kind)
-        end, start, compute, chain = critical_replica(q_params, global_examples, device_kind, dispatch, collectives,
-                                                      worker)
+        overhead, dispatch = host_costs_s(q_params, plan_)
+        end, start, compute, chain = critical_replica(q_params, global_examples, dispatch, collectives, worker)
         end = overhead + np.maximum(end, local * dispatch)
         row = (end, overhead, dispatch, start, compute, chain)
         best = row if best is None else tuple(np.where(end > best[0], new, old) for new, old in zip(row, best))
     _, overhead, dispatch, start, compute, chain = best
     return StepParts(
         replica_batch=b,
-        input_s=input_s(p, global_examples, shard_policy, device_kind) * np.ones_like(b),
+        input_s=input_s(p, global_examples) * np.ones_like(b),
         overhead_s=overhead * np.ones_like(b),
         dispatch_s=start * np.ones_like(b),
         forward_s=compute / 3 * np.ones_like(b),
@@ -465,20 +405,20 @@ def step_time_s(parts: StepParts, prefetch) -> np.ndarray:
     return np.where(prefetch, np.maximum(parts.input_s, parts.device_s), parts.input_s + parts.device_s)
 
 
-def fill_s(p: dict, prefetch, shard_policy: str) -> np.ndarray:
+def fill_s(p: StepCosts, prefetch) -> np.ndarray:
     """Seconds the first batch of an epoch waits for the shuffle buffer to
     fill (only exposed with prefetch; without it those reads are part of
     the per-step input time). A worker's buffer holds at most its stream:
     the whole dataset under DATA and OFF, its files under FILE."""
-    workers = int(np.unique(p["cluster.num_workers"]).item())
-    if shard_policy == "FILE":
+    workers = int(np.unique(p.num_workers).item())
+    if p.shard_policy == "FILE":
         # Worker 0 holds the most files and the most examples.
-        stream = sharding.stream_lengths(p["workload.num_examples"], workers, shard_policy, p["training.num_files"],
-                                         workers=0).reshape(np.shape(p["workload.num_examples"]))
+        stream = sharding.stream_lengths(p.num_examples, workers, p.shard_policy, p.num_files,
+                                         workers=0).reshape(np.shape(p.num_examples))
     else:
-        stream = p["workload.num_examples"]
-    reads = np.minimum(p["training.shuffle_buffer"], stream)
-    t = reads * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
+        stream = p.num_examples
+    reads = np.minimum(p.shuffle_buffer, stream)
+    t = reads * p.input_s_per_sample / (p.host_input_speed * p.input_threads)
     return np.where(prefetch, t, 0.0)
 
 
@@ -501,16 +441,17 @@ def epoch_time_s(full: StepParts, last: StepParts, steps, fill, prefetch) -> np.
     return np.where(prefetch, ahead, alternating)
 
 
-def epoch_plan(p: dict, shard_policy: str) -> sharding.Epoch:
+def epoch_plan(p: StepCosts) -> sharding.Epoch:
     """The epoch's steps, examples and final-step size (:func:`distsim.mechanics.sharding.epoch`)."""
-    workers = int(np.unique(p["cluster.num_workers"]).item())
-    local = int(np.unique(p["cluster.devices_per_worker"]).item())
-    files = p["training.num_files"] if shard_policy == "FILE" else None
-    shape = sharding.epoch(p["workload.num_examples"], p["training.global_batch"], workers, local,
-                           p["training.drop_remainder"] > 0, shard_policy, files)
+    workers = int(np.unique(p.num_workers).item())
+    local = int(np.unique(p.devices_per_worker).item())
+    shard_policy = p.shard_policy
+    files = p.num_files if shard_policy == "FILE" else None
+    shape = sharding.epoch(p.num_examples, p.global_batch, workers, local,
+                           p.drop_remainder > 0, shard_policy, files)
     empty = np.asarray(shape.steps == 0)
     if empty.any():
-        batch = np.broadcast_to(p["training.global_batch"], empty.shape)[empty].ravel()[0]
+        batch = np.broadcast_to(p.global_batch, empty.shape)[empty].ravel()[0]
         raise InputError("training.global_batch", int(batch), "at most the examples of the longest worker's stream "
                          f"under {shard_policy} sharding when drop_remainder is true (otherwise an epoch has no step)")
     return shape
@@ -556,49 +497,45 @@ class ModelOutput:
         return self.throughput_samples_per_s / self.strong_baseline_throughput_samples_per_s
 
 
-def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
+def step_model(scenario: Scenario, p: StepCosts | None = None) -> ModelOutput:
     """Closed-form steady-state step and epoch times of ``scenario``, for
     every entry of the (broadcast) numeric arrays in ``p`` (default: the
-    scenario's own :func:`model_params`). The replica layout comes from the
+    scenario's own :func:`step_costs`). The replica layout comes from the
     scenario (the sweep groups rows by it), because the collectives depend
     on it."""
-    p = model_params(scenario) if p is None else p
+    p = step_costs(scenario) if p is None else p
     plan_ = plan(scenario)
-    kind, policy = scenario.cluster.device.kind, scenario.training.shard_policy
     collectives = Collectives.of(scenario, plan_)
     metrics = metric_comm_s(p, Communication.of(scenario, plan_))
-    batch = p["training.global_batch"]
+    batch = p.global_batch
     # Every worker waits for the slowest one (the straggler, when there is one) at the collectives.
-    slowest = straggler_params(p)
-    parts = step_parts(p, batch, plan_, kind, policy, collectives, metrics, straggler=slowest)
+    slowest = straggler_costs(p)
+    parts = step_parts(p, batch, plan_, collectives, metrics, straggler=slowest)
     step = step_time_s(parts, plan_.prefetch)
-    shape = epoch_plan(p, policy)
-    last_parts = step_parts(p, shape.last_examples, plan_, kind, policy, collectives, metrics, straggler=slowest)
-    epoch = epoch_time_s(parts, last_parts, shape.steps, fill_s(p, plan_.prefetch, policy), plan_.prefetch)
+    shape = epoch_plan(p)
+    last_parts = step_parts(p, shape.last_examples, plan_, collectives, metrics, straggler=slowest)
+    epoch = epoch_time_s(parts, last_parts, shape.steps, fill_s(p, plan_.prefetch), plan_.prefetch)
     return ModelOutput(
         step_time_s=step,
         exposed_comm_s=parts.exposed_comm_s,
         epoch_time_s=epoch,
         steps_per_epoch=shape.steps,
         throughput_samples_per_s=batch / step,
-        baseline_throughput_samples_per_s=_one_device_throughput(p, parts.replica_batch, plan_, kind, policy),
-        strong_baseline_throughput_samples_per_s=_one_device_throughput(p, batch, plan_, kind, policy),
+        baseline_throughput_samples_per_s=_one_device_throughput(p, parts.replica_batch, plan_),
+        strong_baseline_throughput_samples_per_s=_one_device_throughput(p, batch, plan_),
         parts=parts,
     )
 
 
-def one_device_params(p: dict, batch) -> dict:
+def one_device_costs(p: StepCosts, batch) -> StepCosts:
     """``p`` for one device of the same kind on the same host (one worker,
     one device, no straggler) running ``batch`` examples per step."""
-    one = dict(p)
-    one["cluster.num_workers"] = np.ones_like(p["cluster.num_workers"])
-    one["cluster.devices_per_worker"] = np.ones_like(p["cluster.devices_per_worker"])
-    one["training.global_batch"] = np.asarray(batch, dtype=float)
-    return one
+    return p.replace(num_workers=np.ones_like(p.num_workers), devices_per_worker=np.ones_like(p.devices_per_worker),
+                     global_batch=np.asarray(batch, dtype=float))
 
 
-def _one_device_throughput(p: dict, batch, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> np.ndarray:
+def _one_device_throughput(p: StepCosts, batch, plan_: StrategyPlan) -> np.ndarray:
     """Examples/s of one device of the same kind on the same host running
     ``batch`` examples per step through the same input pipeline."""
-    base = step_parts(one_device_params(p, batch), batch, plan_, device_kind, shard_policy)
+    base = step_parts(one_device_costs(p, batch), batch, plan_)
     return batch / step_time_s(base, plan_.prefetch)

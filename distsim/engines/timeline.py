@@ -28,6 +28,7 @@ from distsim.engines import steady
 from distsim.mechanics import sharding, stragglers
 from distsim.mechanics.communication import Communication
 from distsim.mechanics.gradients import serial_chain
+from distsim.mechanics.stepcosts import StepCosts, step_costs
 from distsim.mechanics.strategies import plan
 from distsim.results.trace import EVENT_KINDS, Trace
 from distsim.scenario import Scenario, limits
@@ -63,15 +64,15 @@ class Timeline:
     num_replicas: int
 
 
-def step_sizes(scenario: Scenario, p: dict) -> tuple[np.ndarray, np.ndarray]:
+def step_sizes(scenario: Scenario, p: StepCosts) -> tuple[np.ndarray, np.ndarray]:
     """Global examples in each simulated step (the epoch's sequence: full
     steps, then its final step; cycled), and which steps open an epoch.
     The global batch is ``p``'s (a one-device baseline runs another)."""
     t = scenario.training
-    shape = steady.epoch_plan(p, t.shard_policy)
+    shape = steady.epoch_plan(p)
     per_epoch, last = int(shape.steps), int(shape.last_examples)
     position = np.arange(t.steps) % per_epoch
-    return np.where(position == per_epoch - 1, last, int(p["training.global_batch"])), position == 0
+    return np.where(position == per_epoch - 1, last, int(p.global_batch)), position == 0
 
 
 def shown_replicas(workers: int, local: int) -> np.ndarray:
@@ -108,7 +109,7 @@ class _Setup:
     """Everything a step needs that does not change between steps."""
 
     scenario: Scenario
-    p: dict
+    p: StepCosts
     prefetch: bool
     workers: int
     local: int
@@ -129,18 +130,17 @@ class _Setup:
     local_index: np.ndarray
 
     @classmethod
-    def of(cls, scenario: Scenario) -> "_Setup":
+    def of(cls, scenario: Scenario, costs: StepCosts | None = None) -> "_Setup":
         plan_ = plan(scenario)
         if plan_.mode != "sync":
             raise ValueError(f"strategy mode={plan_.mode!r}; simulate() handles 'sync' (use distsim.predict for async)")
         c, t = scenario.cluster, scenario.training
-        p = steady.model_params(scenario)
-        kind = c.device.kind
+        p = step_costs(scenario) if costs is None else costs
         # Per replica: the last worker's replicas may have a straggler's cores.
         worker_of = np.repeat(np.arange(c.num_workers), c.devices_per_worker)
         slow = worker_of == c.num_workers - 1
-        per_worker = [(float(steady.seconds_per_example(q, kind)), *(float(x) for x in steady.host_costs_s(q, plan_, kind)))
-                      for q in (p, steady.straggler_params(p))]
+        per_worker = [(float(steady.seconds_per_example(q)), *(float(x) for x in steady.host_costs_s(q, plan_)))
+                      for q in (p, steady.straggler_costs(p))]
         per_example, overhead, dispatch = (np.where(slow, per_worker[1][i], per_worker[0][i]) for i in range(3))
         collectives = steady.Collectives.of(scenario, plan_)
         ready = duration = None
@@ -151,10 +151,10 @@ class _Setup:
         return cls(
             scenario=scenario, p=p, prefetch=plan_.prefetch, workers=c.num_workers, local=c.devices_per_worker,
             replicas=scenario.num_replicas, collectives=collectives,
-            per_example_s=per_example, shared=bool(steady.shares_cores(p, kind)),
+            per_example_s=per_example, shared=bool(steady.shares_cores(p)),
             overhead_s=overhead, dispatch_s=dispatch, update_s=float(steady.update_s(p)),
             metric_s=float(steady.metric_comm_s(p, Communication.of(scenario, plan_))),
-            fill_s=float(steady.fill_s(p, plan_.prefetch, t.shard_policy)),
+            fill_s=float(steady.fill_s(p, plan_.prefetch)),
             aggregate=scenario.num_replicas - t.backup_workers,
             static_ready=ready, static_duration=duration,
             pull_s=0.0 if collectives is None else float(collectives.pull_s(p)),
@@ -163,28 +163,26 @@ class _Setup:
         )
 
     @classmethod
-    def one_device(cls, scenario: Scenario, batch: int) -> "_Setup":
+    def one_device(cls, scenario: Scenario, batch: int, costs: StepCosts | None = None) -> "_Setup":
         """One device of the scenario's kind on one of its (non-straggler)
         hosts running ``batch`` examples per step with the same strategy's
         host costs and prefetch, and nothing to sum: the baseline of speedup
         (:func:`one_device_run`)."""
         plan_ = plan(scenario)
-        kind, t = scenario.cluster.device.kind, scenario.training
-        p = steady.one_device_params(steady.model_params(scenario), batch)
-        overhead, dispatch = (np.array([float(x)]) for x in steady.host_costs_s(p, plan_, kind))
+        p = steady.one_device_costs(step_costs(scenario) if costs is None else costs, batch)
+        overhead, dispatch = (np.array([float(x)]) for x in steady.host_costs_s(p, plan_))
         return cls(
             scenario=scenario, p=p, prefetch=plan_.prefetch, workers=1, local=1, replicas=1, collectives=None,
-            per_example_s=np.array([float(steady.seconds_per_example(p, kind))]),
-            shared=bool(steady.shares_cores(p, kind)), overhead_s=overhead, dispatch_s=dispatch,
+            per_example_s=np.array([float(steady.seconds_per_example(p))]),
+            shared=bool(steady.shares_cores(p)), overhead_s=overhead, dispatch_s=dispatch,
             update_s=float(steady.update_s(p)), metric_s=0.0,
-            fill_s=float(steady.fill_s(p, plan_.prefetch, t.shard_policy)), aggregate=1,
+            fill_s=float(steady.fill_s(p, plan_.prefetch)), aggregate=1,
             static_ready=None, static_duration=None, pull_s=0.0,
             worker_of=np.zeros(1, dtype=int), local_index=np.zeros(1, dtype=int),
         )
 
     def input_s(self, global_examples: int) -> float:
-        t = self.scenario.training
-        return float(steady.input_s(self.p, float(global_examples), t.shard_policy, self.scenario.cluster.device.kind))
+        return float(steady.input_s(self.p, float(global_examples)))
 
 
 @dataclass
@@ -397,17 +395,19 @@ def _comm_labels(setup: _Setup, count: int) -> list[str]:
     return names
 
 
-def simulate(scenario: Scenario) -> Timeline:
+def simulate(scenario: Scenario, costs: StepCosts | None = None) -> Timeline:
     """Simulate ``training.steps`` synchronous steps.
 
     Returns the trace (tracks ``w<i>/input`` for each shown worker's host,
     ``w<i>/r<j>`` for each shown replica's compute and ``w<i>/r<j>/comm``
-    for its collectives) and the per-step times of all replicas.
+    for its collectives) and the per-step times of all replicas. ``costs``:
+    the scenario's :class:`~distsim.mechanics.stepcosts.StepCosts` when the
+    caller has them already.
     """
-    return _run(_Setup.of(scenario), trace=True)
+    return _run(_Setup.of(scenario, costs), trace=True)
 
 
-def one_device_run(scenario: Scenario, batch: int) -> Timeline:
+def one_device_run(scenario: Scenario, batch: int, costs: StepCosts | None = None) -> Timeline:
     """The one-device baseline of ``scenario`` (see :meth:`_Setup.one_device`)
     with ``batch`` examples per step, simulated for ``training.steps`` steps
     of its own epoch with the scenario's compute distribution and seed (no trace).
@@ -422,7 +422,7 @@ def one_device_run(scenario: Scenario, batch: int) -> Timeline:
         rng, draws = np.random.default_rng(t.seed), scenario.num_replicas
     else:
         rng, draws = np.random.Generator(np.random.PCG64(np.random.SeedSequence(t.seed).spawn(scenario.num_replicas)[0])), 1
-    return _run(_Setup.one_device(scenario, batch), trace=False, rng=rng, draws=draws)
+    return _run(_Setup.one_device(scenario, batch, costs), trace=False, rng=rng, draws=draws)
 
 
 def _run(setup: _Setup, trace: bool, rng: np.random.Generator | None = None, draws: int | None = None) -> Timeline:
