@@ -57,3 +57,26 @@ def test_the_workbook_states_where_the_stored_ps_runs_sat_between_their_two_rhyt
     workbook = (REPO / "notebooks" / "05b_network_lab.ipynb").read_text()
     assert f"(by {round(-100 * low)} % of the gap between the two" in workbook
     assert f"to {round(100 * high)} % of the way to lockstep" in workbook
+
+
+# ---- apply times: recorded by new runs, absent from old ones ---------------------------------------------
+def test_a_run_stored_before_apply_times_were_recorded_reports_no_phases():
+    bench = _bench()
+    old = _runs("2026-11-26")
+    assert not any("apply_time_s" in r.get("shaped", {}) for r in old)  # the stored files predate the field
+    assert [bench.run_phases(r["shaped"]) for r in old if "shaped" in r] == [None] * sum("shaped" in r for r in old)
+    assert bench.phase_lines(old) == []
+
+
+def test_a_stored_ps_run_with_apply_times_reports_where_worker_1_sat():
+    # Laid out by hand: worker 0 applies every second, worker 1 a quarter of a second later, then (second half)
+    # half a second later. The report's median over the second half is 0.5; a ring's record has no workers.
+    bench = _bench()
+    times = [0.0, 0.25, 1.0, 1.25, 2.0, 2.5, 3.0, 3.5, 4.0]
+    workers = [0, 1, 0, 1, 0, 1, 0, 1, 0]
+    run = {"repeat": 0, "cell": "parameter_server/2/mnist_mlp/50",
+           "shaped": {"apply_time_s": times, "apply_worker": workers}}
+    assert bench.run_phases(run["shaped"])[1] == pytest.approx([0.25, 0.25, 0.5, 0.5])
+    assert bench.phase_lines([run]) == ["parameter_server/2/mnist_mlp/50 repeat 1: worker distance from worker 0 "
+                                        "(cycles, second half, median): 1: 0.50"]
+    assert bench.run_phases({"apply_time_s": times, "apply_worker": None}) is None
