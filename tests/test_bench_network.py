@@ -1,6 +1,7 @@
 """The network benchmark's bookkeeping of TCP congestion control, on the stored runs (running it needs root)."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -46,17 +47,27 @@ def test_the_phase_caveat_states_the_range_the_stored_benchmarks_measured():
     assert f"took from {-round(low)} % less to {round(high)} % more time than predicted" in PHASE_CAVEAT
 
 
-def test_the_workbook_states_where_the_stored_ps_runs_sat_between_their_two_rhythms():
-    # 05b's figures are written by hand; every stored benchmark reports where its PS runs of 2+ workers sat
-    # between turns (0) and lockstep (1) (bench_network.py --report). No run may be slower than lockstep,
-    # the slowest rhythm the caveat names, and the workbook must state the measured extremes.
+def test_the_notes_state_where_the_stored_ps_runs_sat_between_their_two_rhythms():
+    # The figures 05b links to are written by hand in data/measurements/README.md (its 05b section); every stored
+    # benchmark reports where its PS runs of 2+ workers sat between turns (0) and lockstep (1)
+    # (bench_network.py --report). No run may be slower than lockstep, the slowest rhythm the caveat names,
+    # and the notes must state the measured extremes.
     ranges = [json.loads(path.read_text())["summary"]["ps_runs_rhythm_position"]
               for path in sorted(MEASUREMENTS.glob("bench_network_*.json"))]
     low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
     assert high < 1.0
+    notes = (MEASUREMENTS / "README.md").read_text().split("## 05b, the network lab")[1].split("\n## ")[0]
+    text = " ".join(notes.split())
+    assert f"(by {round(-100 * low)} % of the gap between the two" in text
+    assert f"to {round(100 * high)} % of the way to lockstep" in text
+
+
+def test_05b_links_the_evidence_of_its_rhythms_to_a_heading_that_exists():
+    # GitHub's anchor of a heading: lower case, punctuation but hyphens dropped, spaces to hyphens.
     workbook = (REPO / "notebooks" / "05b_network_lab.ipynb").read_text()
-    assert f"(by {round(-100 * low)} % of the gap between the two" in workbook
-    assert f"to {round(100 * high)} % of the way to lockstep" in workbook
+    anchor = re.search(r"data/measurements/README\.md#([\w-]+)", workbook).group(1)
+    headings = re.findall(r"^## (.+)$", (MEASUREMENTS / "README.md").read_text(), re.M)
+    assert anchor in {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
 
 
 # ---- apply times: recorded by new runs, absent from old ones ---------------------------------------------
