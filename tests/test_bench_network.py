@@ -62,12 +62,13 @@ def test_the_notes_state_where_the_stored_ps_runs_sat_between_their_two_rhythms(
     assert f"to {round(100 * high)} % of the way to lockstep" in text
 
 
-def test_05b_links_the_evidence_of_its_rhythms_to_a_heading_that_exists():
-    # GitHub's anchor of a heading: lower case, punctuation but hyphens dropped, spaces to hyphens.
-    workbook = (REPO / "notebooks" / "05b_network_lab.ipynb").read_text()
-    anchor = re.search(r"data/measurements/README\.md#([\w-]+)", workbook).group(1)
+def test_05b_names_a_section_of_the_notes_that_exists():
+    # 05b points to its evidence by file and section name (the book cannot resolve links out of the notebooks).
+    cells = json.loads((REPO / "notebooks" / "05b_network_lab.ipynb").read_text())["cells"]
+    text = " ".join(" ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+    section = re.search(r'`data/measurements/README\.md`, section "([^"]+)"', text).group(1)
     headings = re.findall(r"^## (.+)$", (MEASUREMENTS / "README.md").read_text(), re.M)
-    assert anchor in {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+    assert section == "05b, the network lab" and any(h.startswith(section) for h in headings)
 
 
 # ---- apply times: recorded by new runs, absent from old ones ---------------------------------------------
