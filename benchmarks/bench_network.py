@@ -24,7 +24,8 @@ The run is resumable: every finished job is appended to
 Every run there records its apply times (``apply_time_s``, and for a parameter
 server ``apply_worker``: :func:`distsim.real.apply_times`), and the report prints
 where each parameter server's workers sat in each other's cycle (:func:`run_phases`);
-runs stored before 2026-11-27 lack them and are reported without.
+the runs stored before this was added (every stored folder of 2026-11-23 and
+2026-11-26) lack them and are reported without.
 Hold the machine lock for each chunk::
 
     flock /work/cpu.lock .venv/bin/python benchmarks/bench_network.py --chunk-minutes 20
@@ -207,7 +208,7 @@ def measure(cell: Cell, steps: int, shaped: bool, hw: LabHardware, congestion_co
         "worker_step_s": json.loads(result.meta.get("worker_step_time_s", "{}")),
         "step_times_s": [float(x) for x in result.step_times_s],
         "mean_staleness": result.summary.mean_staleness,
-        **apply_times(result),  # runs before 2026-11-27 lack these two keys
+        **apply_times(result),  # the runs stored on 2026-11-23 and 2026-11-26 lack these two keys
         "nic_counters": json.loads(result.meta.get("nic_counters", "{}")),
         "network": result.meta.get("network"),
         "date": result.meta.get("date"),
@@ -359,7 +360,7 @@ def _summary(rows: list[dict]) -> dict:
 def run_phases(side: dict) -> dict[int, np.ndarray] | None:
     """Where each parameter-server worker ``k >= 1`` applied within worker 0's cycle, update by update
     (:func:`distsim.views.plots.ps_phases`), from one stored run's apply times; ``None`` for a ring, a
-    single worker, or a run stored before the benchmark recorded apply times (2026-11-27)."""
+    single worker, or a run stored before the benchmark recorded apply times (the 2026-11-23 and 2026-11-26 runs)."""
     worker = side.get("apply_worker")
     if not worker or max(worker) < 1:
         return None
