@@ -21,6 +21,11 @@ The plain error (predicted shaped / measured shaped - 1) is reported too.
 
 The run is resumable: every finished job is appended to
 ``data/measurements/bench_network_<date>/runs.jsonl`` and skipped next time.
+Every run there records its apply times (``apply_time_s``, and for a parameter
+server ``apply_worker``: :func:`distsim.real.apply_times`), and the report prints
+where each parameter server's workers sat in each other's cycle (:func:`run_phases`);
+the runs stored before this was added (every stored folder of 2026-11-23 and
+2026-11-26) lack them and are reported without.
 Hold the machine lock for each chunk::
 
     flock /work/cpu.lock .venv/bin/python benchmarks/bench_network.py --chunk-minutes 20
@@ -62,6 +67,7 @@ from distsim.real.experiment import EmulationUnavailable, run
 from distsim.real.launcher import LaunchError
 from distsim.real.netlab import (
     LabHardware,
+    apply_times,
     lab_hardware,
     lab_scenario,
     real_options,
@@ -77,6 +83,7 @@ from distsim.real.network import (
 )
 from distsim.scenario import PRESET_DIR_ENV
 from distsim.validation import InputError
+from distsim.views.plots.network import ps_phases
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -202,6 +209,7 @@ def measure(cell: Cell, steps: int, shaped: bool, hw: LabHardware, congestion_co
         "worker_step_s": json.loads(result.meta.get("worker_step_time_s", "{}")),
         "step_times_s": [float(x) for x in result.step_times_s],
         "mean_staleness": result.summary.mean_staleness,
+        **apply_times(result),  # the runs stored on 2026-11-23 and 2026-11-26 lack these two keys
         "nic_counters": json.loads(result.meta.get("nic_counters", "{}")),
         "network": result.meta.get("network"),
         "date": result.meta.get("date"),
@@ -350,6 +358,29 @@ def _summary(rows: list[dict]) -> dict:
             "plain_max_abs_error": float(np.max(plain)) if rows else None}
 
 
+def run_phases(side: dict) -> dict[int, np.ndarray] | None:
+    """Where each parameter-server worker ``k >= 1`` applied within worker 0's cycle, update by update
+    (:func:`distsim.views.plots.ps_phases`), from one stored run's apply times; ``None`` for a ring, a
+    single worker, or a run stored before the benchmark recorded apply times (the 2026-11-23 and 2026-11-26 runs)."""
+    worker = side.get("apply_worker")
+    if not worker or max(worker) < 1:
+        return None
+    return ps_phases(side["apply_time_s"], worker)
+
+
+def phase_lines(runs: list[dict]) -> list[str]:
+    """One line per shaped parameter-server run that recorded apply times: each worker's median distance
+    from worker 0 over the run's second half, in cycles (0 together; two workers in turns: 0.5)."""
+    lines = []
+    for r in runs:
+        phases = run_phases(r.get("shaped") or {})
+        if phases:
+            middle = {k: np.median(np.minimum(ph, 1 - ph)[len(ph) // 2:]) for k, ph in phases.items() if len(ph)}
+            lines.append(f"{r['cell']} repeat {r['repeat'] + 1}: worker distance from worker 0 (cycles, second "
+                         "half, median): " + ", ".join(f"{k}: {d:.2f}" for k, d in middle.items()))
+    return lines
+
+
 def table(rows: list[dict]) -> str:
     head = (f"{'cell':<40}{'pred ms':>10}{'beside':>9}{'paired':>10}{'meas ms':>10}{'err':>8}{'plain':>8}"
             f"{'spread':>8}")
@@ -417,6 +448,8 @@ def report(state: State, out: Path) -> dict:
     if s["ps_runs_rhythm_position"]:
         low, high = s["ps_runs_rhythm_position"]
         print(f"parameter-server runs of 2+ workers between turns (0) and lockstep (1): {low:+.2f} to {high:+.2f}")
+    for line in phase_lines(state.runs()):
+        print(line)
     return record
 
 

@@ -1,14 +1,15 @@
-"""The phase bookkeeping of benchmarks/phase_ps.py, on apply times laid out by hand (the run itself needs a lab)."""
+"""The phase bookkeeping of benchmarks/phase_ps.py and notebook 05b (distsim.views.plots.ps_phases), on apply
+times laid out by hand (the run itself needs a lab)."""
 
 import numpy as np
 import pytest
 
-from benchmark_scripts import load
 from distsim.validation import InputError
+from distsim.views.plots import ps_phases
 
 
 def _phases():
-    return load("phase_ps").phases
+    return ps_phases
 
 
 def test_turns_sit_half_a_cycle_apart_and_a_drift_shows_in_order():

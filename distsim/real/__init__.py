@@ -11,7 +11,7 @@ processes it starts: importing ``distsim.real`` does not import TensorFlow.
   kills a parameter-server worker and lets the coordinator carry on.
 * The network lab (:mod:`distsim.real.netlab`): :func:`lab_scenario`,
   :func:`run_point` (predict, then run over emulated NICs),
-  :func:`wire_bound_s`; :func:`emulation_unavailable` says why emulated
+  :func:`wire_bound_s`, :func:`apply_times` (when a measured run applied each update); :func:`emulation_unavailable` says why emulated
   hosts cannot run here.
 * :func:`calibrate` times micro-benchmarks and writes "this machine" presets;
   :func:`fit_link` fits a link's alpha and B to measured all-reduce times.
@@ -42,6 +42,7 @@ from distsim.real.netlab import (
     BATCH_PER_WORKER,
     TCP_PAYLOAD_FRACTION,
     LabPoint,
+    apply_times,
     lab_hardware,
     lab_scenario,
     run_point,
@@ -79,6 +80,7 @@ __all__ = [
     "fit_link",
     "EmulationUnavailable",
     "LabPoint",
+    "apply_times",
     "TCP_PAYLOAD_FRACTION",
     "emulation_unavailable",
     "lab_hardware",

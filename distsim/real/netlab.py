@@ -227,8 +227,24 @@ class LabPoint:
             "network": self.network,
             "fallback": self.fallback,
             "caveat": self.predicted.meta.get("caveat", ""),
+            **apply_times(self.measured),
             **self.extra,
         }
+
+
+def apply_times(result: Result) -> dict:
+    """When a measured run applied its updates, for a run record (JSON-ready).
+
+    ``apply_time_s``: seconds since the run's start at which each update landed, in
+    apply order (a parameter server: every worker's applied update, read from the PS's
+    log; a synchronous run: the end of each of the chief's steps, where every worker
+    applies the same summed gradient), or ``None`` for a run that recorded no steps.
+    ``apply_worker``: which worker sent each update (parameter server), or ``None``
+    (synchronous: every worker applies each one).
+    """
+    times = None if result.curve is None else [float(t) for t in result.curve.time_s]
+    worker = None if result.staleness is None else [int(w) for w in result.staleness.worker]
+    return {"apply_time_s": times, "apply_worker": worker}
 
 
 def wire_bound_s(scenario: Scenario) -> float:

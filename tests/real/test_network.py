@@ -255,6 +255,27 @@ def test_a_shaped_two_worker_ring_is_slower_than_its_bytes_and_near_its_predicti
 
 
 @pytest.mark.tf
+def test_a_network_benchmark_run_record_carries_every_apply_time_and_worker(clean_machine):
+    sys.path.insert(0, str(REPO / "tests"))
+    from benchmark_scripts import load
+
+    from distsim.real.netlab import lab_hardware, lab_scenario, wire_bound_s
+
+    bench = load("bench_network")
+    cell, steps = bench.Cell("parameter_server", 2, "mnist_mlp", 20), 6
+    record = bench.measure(cell, steps, shaped=True, hw=lab_hardware(), congestion_control=None)
+    times, workers = record["apply_time_s"], record["apply_worker"]
+    # Every update the two workers applied (6 each), in apply order, by both workers, within the run's wall time.
+    assert len(times) == len(workers) == 2 * steps and sorted(set(workers)) == [0, 1]
+    assert times == sorted(times) and 0 < times[0] and times[-1] < record["wall_s"]
+    # Physics: every update's gradient crosses the server's 20 Mbit/s NIC (407 KB, 1448 of each 1514 bytes are
+    # payload: 170 ms), so updates cannot land faster than one per wire_bound_s / workers on average.
+    shaped = lab_scenario("parameter_server", 2, 20, steps=steps, hardware=lab_hardware())
+    assert (times[-1] - times[0]) / (len(times) - 1) > wire_bound_s(shaped) / 2 > 0.16
+    assert bench.run_phases(record)[1].size > 0
+
+
+@pytest.mark.tf
 def test_without_the_capability_a_run_says_so_in_one_line_and_runs_unshaped(tmp_path, no_stray_children):
     argv = ["setpriv", "--inh-caps=-net_admin,-sys_admin", "--bounding-set=-net_admin,-sys_admin", "--",
             PY, "-m", "distsim.real", "netlab", "--strategy", "multi_worker_mirrored", "--workers", "2",

@@ -9,7 +9,7 @@ and every legend says what its encodings mean. Save any figure with
 """
 
 from distsim.views.plots.comparison import plot_comparison, plot_predicted_vs_measured
-from distsim.views.plots.network import plot_bandwidth_sweep
+from distsim.views.plots.network import nic_load, plot_bandwidth_sweep, plot_nic_load, plot_ps_phases, ps_phases
 from distsim.views.plots.scaling import (
     cost_per_step,
     plot_cost_breakdown,
@@ -44,6 +44,10 @@ __all__ = [
     "figure_png",
     "new_figure",
     "plot_bandwidth_sweep",
+    "nic_load",
+    "plot_nic_load",
+    "plot_ps_phases",
+    "ps_phases",
     "plot_comparison",
     "plot_loss_lab",
     "plot_mistake_by_replicas",
