@@ -74,3 +74,23 @@ def test_the_solution_and_an_idiomatic_variant_are_right(notebook):
 def test_a_wrong_answer_gets_a_hint_naming_its_mistake(notebook, wrong, hint):
     got = verdicts(notebook)[wrong]
     assert got.startswith("Not yet:") and hint in got, got
+
+
+# ---- notebook 05, Exercise 1: a dataset_fn on a real two-process cluster (each answer launches one) -------------
+CASES["05ex1"] = ("05_ex1.py", {"05_ex1_wrong.py": "the workers read the same examples (32 of the 32 each read",
+                                "05_ex1_wrong2.py": "per-replica batch 16 ≠ 8"})
+
+
+@pytest.mark.slow
+def test_05_dataset_fn_solution_and_tutorial_variant_are_right():
+    got = verdicts("05ex1")
+    assert got["05_ex1.py"].startswith("Right:"), got
+    assert got["05_ex1_idiomatic.py"].startswith("Right:"), got
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", ["05_ex1_wrong.py", "05_ex1_wrong2.py"])
+def test_05_dataset_fn_wrong_answer_gets_its_hint(wrong):
+    got = verdicts("05ex1")[wrong]
+    hint = CASES["05ex1"][1][wrong]
+    assert got.startswith("Not yet:") and hint in got, got
