@@ -339,7 +339,7 @@ def check_resumable(fn) -> str:
     return f"Right: the relaunch resumed at epoch {first_epoch} and ended with an uninterrupted run's weights."
 
 
-# ---- 05, Exercise 3 and 06, Exercise 3: clusters from TF_CONFIGs, launched for real -----------------------------
+# ---- 05, Exercise 2 and 06, Exercise 3: clusters from TF_CONFIGs, launched for real -----------------------------
 
 def _same_cluster_problems(configs) -> list[str]:
     """Problems with validated TF_CONFIGs meant to form one cluster: a different cluster, a task twice or never."""
@@ -362,7 +362,7 @@ def _validated(fn, ports):
 
 
 def check_three_workers(fn, workdir=None) -> str:
-    """05 Ex3: fn(ports) gives the TF_CONFIGs of a 3-worker MultiWorkerMirroredStrategy cluster on localhost; the
+    """05 Ex2: fn(ports) gives the TF_CONFIGs of a 3-worker MultiWorkerMirroredStrategy cluster on localhost; the
     three processes, launched with them, must train one model."""
     import json
     import sys

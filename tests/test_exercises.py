@@ -26,7 +26,7 @@ CASES = {
     "02": ("02_ex4.py", {"02_ex4_wrong.py": "points another way", "02_ex4_wrong2.py": "4.00 times as long",
                         "02_ex4_wrong3.py": "points the opposite way"}),
     "04": ("04_ex1.py", {"04_ex1_wrong.py": "fit ran 2 epochs", "04_ex1_wrong2.py": "each of the 4 replicas got 8"}),
-    "05": ("05_ex3.py", {"05_ex3_wrong.py": "worker0 is claimed 3 times"}),
+    "05": ("05_ex2.py", {"05_ex2_wrong.py": "worker0 is claimed 3 times"}),
     "05b": ("05b_ex3.py", {"05b_ex3_wrong.py": "each worker trained under MirroredStrategy with 1 replica(s)"}),
     "06": ("06_ex3.py", {"06_ex3_wrong.py": "the cluster has jobs {'chief': 1, 'worker': 3}"}),
     "06b": ("06b_ex2.py", {"06b_ex2_wrong.py": "holds 200,704 bytes, over the 131,072 asked",
