@@ -339,7 +339,7 @@ def check_resumable(fn) -> str:
     return f"Right: the relaunch resumed at epoch {first_epoch} and ended with an uninterrupted run's weights."
 
 
-# ---- 05, Exercise 3 and 06, Exercise 3: clusters from TF_CONFIGs, launched for real -----------------------------
+# ---- 05, Exercise 2 and 06, Exercise 3: clusters from TF_CONFIGs, launched for real -----------------------------
 
 def _same_cluster_problems(configs) -> list[str]:
     """Problems with validated TF_CONFIGs meant to form one cluster: a different cluster, a task twice or never."""
@@ -362,7 +362,7 @@ def _validated(fn, ports):
 
 
 def check_three_workers(fn, workdir=None) -> str:
-    """05 Ex3: fn(ports) gives the TF_CONFIGs of a 3-worker MultiWorkerMirroredStrategy cluster on localhost; the
+    """05 Ex2: fn(ports) gives the TF_CONFIGs of a 3-worker MultiWorkerMirroredStrategy cluster on localhost; the
     three processes, launched with them, must train one model."""
     import json
     import sys
@@ -687,3 +687,74 @@ def _fit_with_schedule(fn, strategy, base_lr, warmup_steps, fit_steps: int = 3) 
     return (f"Right: from base_lr = {base_lr:g} at step 0 up to {base_lr * replicas:g} with {replicas} replicas at step "
             f"{warmup_steps} (and {base_lr * 2:g} with 2), and fit's SGD used {used:.4g} for its update at step "
             f"{fit_steps - 1}.")
+
+# ---- 05, Exercise 1: a dataset_fn on a real two-process MultiWorkerMirroredStrategy cluster --------------------
+
+SHARD_EXAMPLES, SHARD_GLOBAL_BATCH = 64, 16
+
+_SHARD_SCRIPT = '''
+import json
+import tensorflow as tf
+strategy = tf.distribute.MultiWorkerMirroredStrategy()   # first: it configures the collectives (see notebook 05)
+EXAMPLES, GLOBAL_BATCH = {examples}, {global_batch}
+{source}
+batches = iter(strategy.distribute_datasets_from_function({name}))
+seen = []
+for _ in range(EXAMPLES // GLOBAL_BATCH):   # one epoch of global steps, or fewer if the data ends first
+    try:
+        local = strategy.experimental_local_results(next(batches))
+    except StopIteration:   # every worker agrees on the end (a collective), so all stop here together
+        break
+    seen.append([t.numpy().ravel().tolist() for t in local])
+print("distsim-exercise " + json.dumps({{"replicas": strategy.num_replicas_in_sync, "seen": seen}}), flush=True)
+'''
+
+
+def _shard_problem(seen: dict[str, list[list[list[int]]]], workers: int) -> str | None:
+    """What is wrong with what each worker's replicas read (worker -> step -> replica -> example numbers), or None."""
+    per_replica = SHARD_GLOBAL_BATCH // workers
+    sizes = sorted({len(b) for steps in seen.values() for step in steps for b in step})
+    if not sizes:
+        return "the dataset gave no batch at all: return a batched dataset of the EXAMPLES."
+    if sizes != [per_replica]:
+        return (f"per-replica batch {sizes[-1]} ≠ {per_replica} ({SHARD_GLOBAL_BATCH} global over {workers} "
+                "replicas): batch by input_context.get_per_replica_batch_size(GLOBAL_BATCH).")
+    read = {w: [x for step in steps for b in step for x in b] for w, steps in seen.items()}
+    shared = set.intersection(*(set(r) for r in read.values()))
+    if shared:
+        return (f"the workers read the same examples ({len(shared)} of the {len(next(iter(read.values())))} each "
+                "read in one epoch): shard by input_context.input_pipeline_id.")
+    everything = sorted(x for r in read.values() for x in r)
+    if everything != list(range(SHARD_EXAMPLES)):
+        return (f"one epoch of the cluster read {len(set(everything))} distinct examples of {SHARD_EXAMPLES}: "
+                "cut the data into input_context.num_input_pipelines shards, one per worker.")
+    return None
+
+
+def check_sharded_input(fn, workdir=None, workers: int = 2) -> str:
+    """05 Ex1: fn(input_context), run by strategy.distribute_datasets_from_function on each worker of a real
+    `workers`-process MultiWorkerMirroredStrategy cluster on localhost, must give every replica its own
+    GLOBAL_BATCH / replicas examples, and one epoch of the cluster every example once."""
+    import inspect
+    import json
+    import sys
+
+    from distsim.real import Task, build_tf_configs, launch, localhost_cluster
+    work = Path(workdir or tempfile.mkdtemp(prefix="distsim-ex05-"))
+    work.mkdir(parents=True, exist_ok=True)
+    script = work / "worker.py"
+    script.write_text(_SHARD_SCRIPT.format(source=inspect.getsource(fn), name=fn.__name__,
+                                           examples=SHARD_EXAMPLES, global_batch=SHARD_GLOBAL_BATCH))
+    tasks = [Task(f"worker{i}", [sys.executable, str(script)], env={"TF_CONFIG": json.dumps(c)}, ready_pattern=None)
+             for i, c in enumerate(build_tf_configs(localhost_cluster(workers)))]
+    outcome = launch(tasks, work / "cluster", timeout_s=240)   # stops every process it started, also on failure
+    reports = {t.name: _worker_report(t) for t in outcome.tasks}
+    if not outcome.ok or None in reports.values():
+        failed = next((t for t in outcome.tasks if _worker_report(t) is None), outcome.tasks[0])
+        last = [ln for ln in failed.log_text().splitlines() if ln.strip()][-1:] or ["(no output)"]
+        return f"Not yet: the cluster did not finish ({outcome.status}); {failed.name}'s last line: {last[0][:300]}"
+    problem = _shard_problem({name: r["seen"] for name, r in reports.items()}, workers)
+    if problem:
+        return "Not yet: " + problem
+    return (f"Right: {workers} workers, {SHARD_GLOBAL_BATCH // workers} examples per replica per step, and one epoch "
+            f"of the cluster read each of the {SHARD_EXAMPLES} examples exactly once.")

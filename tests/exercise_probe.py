@@ -27,9 +27,13 @@ NAMES = {"02": "weighted_replica_loss", "04": "train_mnist", "05": "three_worker
          "06b": "make_partitioner", "07": "central_step", "08": "my_dataset_fn", "09": "resumable_fit",
          "09s": "export_and_reload", "04_ex3": "warmup_schedule"}
 
+NAMES["05ex1"] = "dataset_fn"   # notebook 05, Exercise 1
+
 
 def checker(notebook: str):
     """The notebook's checker as its exercise cell calls it, given the learner's function."""
+    if notebook == "05ex1":   # notebook 05, Exercise 1: launches its own two-process cluster
+        return exercises.check_sharded_input
     if notebook == "07":
         return lambda fn: exercises.check_central_step(fn, CPUS)
     if notebook in ("05", "05b", "06", "06b", "09", "09s"):   # these build their own strategies, or launch processes

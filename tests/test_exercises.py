@@ -26,7 +26,7 @@ CASES = {
     "02": ("02_ex4.py", {"02_ex4_wrong.py": "points another way", "02_ex4_wrong2.py": "4.00 times as long",
                         "02_ex4_wrong3.py": "points the opposite way"}),
     "04": ("04_ex1.py", {"04_ex1_wrong.py": "fit ran 2 epochs", "04_ex1_wrong2.py": "each of the 4 replicas got 8"}),
-    "05": ("05_ex3.py", {"05_ex3_wrong.py": "worker0 is claimed 3 times"}),
+    "05": ("05_ex2.py", {"05_ex2_wrong.py": "worker0 is claimed 3 times"}),
     "05b": ("05b_ex3.py", {"05b_ex3_wrong.py": "each worker trained under MirroredStrategy with 1 replica(s)"}),
     "06": ("06_ex3.py", {"06_ex3_wrong.py": "the cluster has jobs {'chief': 1, 'worker': 3}"}),
     "06b": ("06b_ex2.py", {"06b_ex2_wrong.py": "holds 200,704 bytes, over the 131,072 asked",
@@ -85,4 +85,24 @@ def test_the_solution_and_an_idiomatic_variant_are_right(notebook):
     for w, h in ws.items()])
 def test_a_wrong_answer_gets_a_hint_naming_its_mistake(notebook, wrong, hint):
     got = verdicts(notebook)[wrong]
+    assert got.startswith("Not yet:") and hint in got, got
+
+
+# ---- notebook 05, Exercise 1: a dataset_fn on a real two-process cluster (each answer launches one) -------------
+CASES["05ex1"] = ("05_ex1.py", {"05_ex1_wrong.py": "the workers read the same examples (32 of the 32 each read",
+                                "05_ex1_wrong2.py": "per-replica batch 16 ≠ 8"})
+
+
+@pytest.mark.slow
+def test_05_dataset_fn_solution_and_tutorial_variant_are_right():
+    got = verdicts("05ex1")
+    assert got["05_ex1.py"].startswith("Right:"), got
+    assert got["05_ex1_idiomatic.py"].startswith("Right:"), got
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", ["05_ex1_wrong.py", "05_ex1_wrong2.py"])
+def test_05_dataset_fn_wrong_answer_gets_its_hint(wrong):
+    got = verdicts("05ex1")[wrong]
+    hint = CASES["05ex1"][1][wrong]
     assert got.startswith("Not yet:") and hint in got, got
