@@ -1,6 +1,20 @@
-# Notebook 06, Exercise 3: a solution. One cluster dict with the three jobs, and one TF_CONFIG per task in it.
-def ps_cluster_configs(ports):
-    chief, w0, w1, ps = (f"localhost:{p}" for p in ports)
-    cluster = {"chief": [chief], "worker": [w0, w1], "ps": [ps]}
-    tasks = [("chief", 0), ("worker", 0), ("worker", 1), ("ps", 0)]
-    return [{"cluster": cluster, "task": {"type": kind, "index": i}} for kind, i in tasks]
+# Notebook 06, Exercise 3: a solution. Every worker builds its own dataset; each scheduled tf.function takes one
+# batch from the iterator of the worker it runs on and applies one update on the parameter servers.
+def coordinator_loop(strategy, coordinator, model, optimizer, dataset_fn, steps):
+    per_worker_dataset = coordinator.create_per_worker_dataset(dataset_fn)
+    per_worker_iterator = iter(per_worker_dataset)
+
+    @tf.function
+    def worker_step(iterator):
+        def replica_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=model(x)))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+        x, y = next(iterator)
+        return strategy.run(replica_step, args=(x, y))
+
+    for _ in range(steps):
+        coordinator.schedule(worker_step, args=(per_worker_iterator,))
+    coordinator.join()   # schedule returns at once: wait until every scheduled step has run

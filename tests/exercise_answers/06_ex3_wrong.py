@@ -1,5 +1,18 @@
-# Wrong: the parameter server is listed as a third worker.
-def ps_cluster_configs(ports):
-    cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{p}" for p in ports[1:]]}
-    return [{"cluster": cluster, "task": {"type": t, "index": i}} for t, i in [("chief", 0), ("worker", 0),
-                                                                               ("worker", 1), ("worker", 2)]]
+# Wrong: no join(). schedule returns at once, so the function returns before the steps have run.
+def coordinator_loop(strategy, coordinator, model, optimizer, dataset_fn, steps):
+    per_worker_dataset = coordinator.create_per_worker_dataset(dataset_fn)
+    per_worker_iterator = iter(per_worker_dataset)
+
+    @tf.function
+    def worker_step(iterator):
+        def replica_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=model(x)))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+        x, y = next(iterator)
+        return strategy.run(replica_step, args=(x, y))
+
+    for _ in range(steps):
+        coordinator.schedule(worker_step, args=(per_worker_iterator,))
