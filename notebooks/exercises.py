@@ -388,7 +388,7 @@ def check_three_workers(fn, workdir=None) -> str:
     return "Right: three processes, one cluster, one model: every worker reports the same losses."
 
 
-# ---- 06, Exercise 2: a variable partitioner ----------------------------------------------------------------------
+# ---- 06, Exercise 3: a variable partitioner ----------------------------------------------------------------------
 
 def run_partition_demo(*args, legacy_keras=True, timeout_s=240) -> str:
     """Run scripts/ps_partition_demo.py (an in-process PS cluster) in a fresh process; return what it printed."""
@@ -425,7 +425,7 @@ def _part_bytes(printed: str) -> dict[str, list[int]]:
 
 
 def check_partitioner(fn, num_ps: int = 2, workdir=None, max_part_bytes: int = 128 * 1024) -> str:
-    """06 Ex2: make_partitioner(num_ps), run in the demo's fresh process, must keep every variable part within
+    """06 Ex3: make_partitioner(num_ps), run in the demo's fresh process, must keep every variable part within
     `max_part_bytes`, with as few parts as that allows."""
     import inspect
     import math
@@ -505,7 +505,7 @@ def check_multi_worker_fit(fn, workdir=None, workers: int = 2, steps: int = 5) -
             "steps, and every worker ends with the same weights.")
 
 
-# ---- 06, Exercise 3: a ClusterCoordinator schedule/join loop on a real parameter-server cluster ------------------
+# ---- 06, Exercise 2: a ClusterCoordinator schedule/join loop on a real parameter-server cluster ------------------
 
 def _schedule_report(fn, steps: int, workdir=None, timeout_s: int = 240) -> dict | str:
     """Run scripts/ps_schedule_check.py with the learner's coordinator_loop; its JSON report, or what went wrong."""
@@ -532,7 +532,7 @@ def _schedule_report(fn, steps: int, workdir=None, timeout_s: int = 240) -> dict
 
 
 def check_coordinator_loop(fn, workdir=None, steps: int = 40) -> str:
-    """06 Ex3: coordinator_loop(strategy, coordinator, model, optimizer, dataset_fn, steps), run by the chief of a
+    """06 Ex2: coordinator_loop(strategy, coordinator, model, optimizer, dataset_fn, steps), run by the chief of a
     real 2-worker, 1-PS cluster, must apply `steps` updates from per-worker datasets and be done when it returns."""
     report = _schedule_report(fn, steps, workdir)
     if isinstance(report, str):
@@ -543,13 +543,14 @@ def check_coordinator_loop(fn, workdir=None, steps: int = 40) -> str:
     if "schedule_python" in calls:
         return ("Not yet: you scheduled a plain Python function; ClusterCoordinator.schedule runs only a "
                 "tf.function on the workers (it raised TypeError). Decorate your step with @tf.function.")
-    if "create_per_worker_dataset" not in calls:
-        error = f" (your code raised {report['error']})" if report["error"] else ""
-        return f"Not yet: your steps did not read a per-worker dataset{error}. {per_worker}"
     if report["error"]:
+        if "create_per_worker_dataset" not in calls:
+            return f"Not yet: your steps did not read a per-worker dataset (your code raised {report['error']}). {per_worker}"
         return f"Not yet: your code raised {report['error']}"
     if "schedule" not in calls:
         return "Not yet: nothing was scheduled. Send each step to the workers with coordinator.schedule(fn, args=...)."
+    if "create_per_worker_dataset" not in calls:
+        return f"Not yet: your steps did not read a per-worker dataset. {per_worker}"
     if not report["done_at_return"]:
         return (f"Not yet: when your function returned, the parameter server had applied {report['applied_at_return']}"
                 f" of the {steps} updates: schedule only queues a step and returns at once. Call coordinator.join() "

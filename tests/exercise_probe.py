@@ -24,16 +24,16 @@ import tensorflow as tf  # noqa: E402
 
 CPUS = [d.name for d in tf.config.list_logical_devices("CPU")]
 NAMES = {"02": "weighted_replica_loss", "04": "train_mnist", "05": "three_worker_configs", "05b": "train_worker", "06": "coordinator_loop",
-         "06_ex2": "make_partitioner", "07": "central_step", "08": "my_dataset_fn", "09": "resumable_fit"}
+         "06_ex3": "make_partitioner", "07": "central_step", "08": "my_dataset_fn", "09": "resumable_fit"}
 
 
 def checker(notebook: str):
     """The notebook's checker as its exercise cell calls it, given the learner's function."""
     if notebook == "07":
         return lambda fn: exercises.check_central_step(fn, CPUS)
-    if notebook in ("05", "05b", "06", "06_ex2", "09"):   # these build their own strategies, or launch processes
+    if notebook in ("05", "05b", "06", "06_ex3", "09"):   # these build their own strategies, or launch processes
         return {"05": exercises.check_three_workers, "05b": exercises.check_multi_worker_fit, "06": exercises.check_coordinator_loop,
-                "06_ex2": exercises.check_partitioner,
+                "06_ex3": exercises.check_partitioner,
                 "09": exercises.check_resumable}[notebook]
     strategy = tf.distribute.MirroredStrategy(CPUS)
     check = {"02": exercises.check_weighted_loss, "04": exercises.check_train_mnist,
