@@ -28,7 +28,7 @@ CASES = {
     "04": ("04_ex1.py", {"04_ex1_wrong.py": "fit ran 2 epochs", "04_ex1_wrong2.py": "each of the 4 replicas got 8"}),
     "05": ("05_ex3.py", {"05_ex3_wrong.py": "worker0 is claimed 3 times"}),
     "05b": ("05b_ex3.py", {"05b_ex3_wrong.py": "each worker trained under MirroredStrategy with 1 replica(s)"}),
-    "06": ("06_ex2.py", {"06_ex2_wrong.py": "call coordinator.join()", "06_ex2_wrong2.py": "plain Python function",
+    "06": ("06_ex2.py", {"06_ex2_wrong.py": "Call coordinator.join() before you return", "06_ex2_wrong2.py": "plain Python function",
                         "06_ex2_wrong3.py": "did not read a per-worker dataset"}),
     "06_ex3": ("06_ex3.py", {"06_ex3_wrong.py": "holds 200,704 bytes, over the 131,072 asked",
                              "06_ex3_wrong2.py": "ModuleNotFoundError: No module named 'tensorflow.distribute",
