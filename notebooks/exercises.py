@@ -546,6 +546,9 @@ def check_coordinator_loop(fn, workdir=None, steps: int = 40) -> str:
     if report["error"]:
         if "create_per_worker_dataset" not in calls:
             return f"Not yet: your steps did not read a per-worker dataset (your code raised {report['error']}). {per_worker}"
+        if "merge_call" in report["error"]:   # apply_gradients outside a replica context
+            return (f"Not yet: your code raised {report['error']}: the step ran outside a replica. Call the "
+                    "function that applies the gradients through strategy.run(fn, args=...).")
         return f"Not yet: your code raised {report['error']}"
     if "schedule" not in calls:
         return "Not yet: nothing was scheduled. Send each step to the workers with coordinator.schedule(fn, args=...)."
