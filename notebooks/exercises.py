@@ -339,7 +339,7 @@ def check_resumable(fn) -> str:
     return f"Right: the relaunch resumed at epoch {first_epoch} and ended with an uninterrupted run's weights."
 
 
-# ---- 05, Exercise 2 and 06, Exercise 3: clusters from TF_CONFIGs, launched for real -----------------------------
+# ---- 05, Exercise 2: clusters from TF_CONFIGs, launched for real ------------------------------------------------
 
 def _same_cluster_problems(configs) -> list[str]:
     """Problems with validated TF_CONFIGs meant to form one cluster: a different cluster, a task twice or never."""
@@ -388,31 +388,7 @@ def check_three_workers(fn, workdir=None) -> str:
     return "Right: three processes, one cluster, one model: every worker reports the same losses."
 
 
-def check_ps_cluster(fn, workdir=None) -> str:
-    """06 Ex3: fn(ports) gives the TF_CONFIGs of a chief, 2 workers and 1 PS on localhost, in that port order;
-    mnist_ps.py launched with them must train 20 updates."""
-    import json
-    import sys
-
-    from distsim.real import Task, free_ports, launch, script_path, task_name
-    configs, problem = _validated(fn, free_ports(4))
-    if problem:
-        return f"Not yet: {problem}"
-    jobs = {job: len(addresses) for job, addresses in configs[0]["cluster"].items()} if configs else {}
-    if jobs != {"chief": 1, "worker": 2, "ps": 1}:
-        return f"Not yet: the cluster has jobs {jobs}; a coordinator, two workers and a parameter server are wanted."
-    if problems := _same_cluster_problems(configs):
-        return "Not yet: " + "; ".join(problems)
-    command = [sys.executable, str(script_path("mnist_ps")), "--steps", "20"]
-    tasks = [Task(task_name(c), command, env={"TF_CONFIG": json.dumps(c)}, must_exit=c["task"]["type"] == "chief",
-                  **({"ready_pattern": None} if c["task"]["type"] == "chief" else {})) for c in configs]
-    outcome = launch(tasks, Path(workdir or tempfile.mkdtemp(prefix="distsim-ex06-")), timeout_s=240)
-    if not outcome.ok:
-        return f"Not yet: the cluster did not train ({outcome.status}: {outcome.reason})."
-    return "Right: the chief coordinated 20 updates on two workers, with the variables on the parameter server."
-
-
-# ---- 06b, Exercise 2: a variable partitioner ---------------------------------------------------------------------
+# ---- 06, Exercise 3: a variable partitioner ----------------------------------------------------------------------
 
 def run_partition_demo(*args, legacy_keras=True, timeout_s=240) -> str:
     """Run scripts/ps_partition_demo.py (an in-process PS cluster) in a fresh process; return what it printed."""
@@ -449,11 +425,11 @@ def _part_bytes(printed: str) -> dict[str, list[int]]:
 
 
 def check_partitioner(fn, num_ps: int = 2, workdir=None, max_part_bytes: int = 128 * 1024) -> str:
-    """06b Ex2: make_partitioner(num_ps), run in the demo's fresh process, must keep every variable part within
+    """06 Ex3: make_partitioner(num_ps), run in the demo's fresh process, must keep every variable part within
     `max_part_bytes`, with as few parts as that allows."""
     import inspect
     import math
-    path = Path(workdir or tempfile.mkdtemp(prefix="distsim-ex06b-")) / "partitioner.py"
+    path = Path(workdir or tempfile.mkdtemp(prefix="distsim-ex06-")) / "partitioner.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(inspect.getsource(fn))
     printed = run_partition_demo("--ps", str(num_ps), "--partitioner-file", str(path))
@@ -758,3 +734,62 @@ def check_sharded_input(fn, workdir=None, workers: int = 2) -> str:
         return "Not yet: " + problem
     return (f"Right: {workers} workers, {SHARD_GLOBAL_BATCH // workers} examples per replica per step, and one epoch "
             f"of the cluster read each of the {SHARD_EXAMPLES} examples exactly once.")
+
+# ---- 06, Exercise 2: a ClusterCoordinator schedule/join loop on a real parameter-server cluster ------------------
+
+def _schedule_report(fn, steps: int, workdir=None, timeout_s: int = 240) -> dict | str:
+    """Run scripts/ps_schedule_check.py with the learner's coordinator_loop; its JSON report, or what went wrong."""
+    import inspect
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from distsim.real import script_path
+    path = Path(workdir or tempfile.mkdtemp(prefix="distsim-ex06-")) / "coordinator_loop.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(inspect.getsource(fn))
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore"}
+    try:   # the cluster lives inside that process: on a timeout subprocess.run kills it, servers and all
+        done = subprocess.run([sys.executable, str(script_path("ps_schedule_check")), "--answer-file", str(path),
+                               "--steps", str(steps)], env=env, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return f"the cluster was still running after {timeout_s} s and was stopped. Does your loop end?"
+    reports = [ln.split(" ", 1)[1] for ln in done.stdout.splitlines() if ln.startswith("distsim-report ")]
+    if not reports:
+        return f"the check's process failed: {(done.stderr.strip().splitlines() or ['(no output)'])[-1][:300]}"
+    return json.loads(reports[-1])
+
+
+def check_coordinator_loop(fn, workdir=None, steps: int = 40) -> str:
+    """06 Ex2: coordinator_loop(strategy, coordinator, model, optimizer, dataset_fn, steps), run by the chief of a
+    real 2-worker, 1-PS cluster, must apply `steps` updates from per-worker datasets and be done when it returns."""
+    report = _schedule_report(fn, steps, workdir)
+    if isinstance(report, str):
+        return f"Not yet: {report}"
+    calls, applied = report["calls"], report["applied"]
+    per_worker = ("Every worker must read its own dataset: coordinator.create_per_worker_dataset(dataset_fn), "
+                  "then iter() of it, passed to schedule as an argument.")
+    if "schedule_python" in calls:
+        return ("Not yet: you scheduled a plain Python function; ClusterCoordinator.schedule runs only a "
+                "tf.function on the workers (it raised TypeError). Decorate your step with @tf.function.")
+    if report["error"]:
+        if "create_per_worker_dataset" not in calls:
+            return f"Not yet: your steps did not read a per-worker dataset (your code raised {report['error']}). {per_worker}"
+        if "merge_call" in report["error"]:   # apply_gradients outside a replica context
+            return (f"Not yet: your code raised {report['error']}: the step ran outside a replica. Call the "
+                    "function that applies the gradients through strategy.run(fn, args=...).")
+        return f"Not yet: your code raised {report['error']}"
+    if "schedule" not in calls:
+        return "Not yet: nothing was scheduled. Send each step to the workers with coordinator.schedule(fn, args=...)."
+    if "create_per_worker_dataset" not in calls:
+        return f"Not yet: your steps did not read a per-worker dataset. {per_worker}"
+    if not report["done_at_return"]:
+        return (f"Not yet: when your function returned, the parameter server had applied {report['applied_at_return']}"
+                f" of the {steps} updates: schedule only queues a step and returns at once. Call coordinator.join() "
+                "before you return, to wait until every scheduled step has run.")
+    if applied != steps:
+        why = " Does your step call optimizer.apply_gradients?" if applied == 0 else ""
+        return f"Not yet: the parameter server applied {applied} updates for the {steps} steps asked.{why}"
+    return (f"Right: {steps} updates applied on the parameter server, by steps scheduled on two workers, each "
+            "reading its own dataset; join() waited for all of them.")

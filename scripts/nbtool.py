@@ -45,7 +45,7 @@ EXERCISE_MARK = "# YOUR TENSORFLOW CODE"
 LONG_CELL_LINES = 15
 
 #: Notebooks about a strategy: each needs an exercise in which the learner writes TensorFlow.
-STRATEGY_NOTEBOOKS = ("02_", "04_", "05_", "06", "07_", "08_", "09_")
+STRATEGY_NOTEBOOKS = ("02_", "04_", "05_", "06_", "07_", "08_", "09_")
 
 
 def repository_url() -> str:

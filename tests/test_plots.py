@@ -497,3 +497,23 @@ def test_scaling_table_rows_in_milliseconds():
     assert header.split() == ["devices", "strong:", "step", "(ms)", "speedup", "weak:", "step", "(ms)", "speedup"]
     assert one.split() == ["1", "8.00", "1.00", "8.00", "1.00"]
     assert two.split() == ["2", "10.00", "0.80", "12.00", "1.33"]
+
+
+# ---------------------------------------------------------------- 06: training curves against examples processed
+
+def test_training_curves_against_examples_scale_each_run_by_its_examples_per_step(sync_runs):
+    # the two runs share global_batch=64, so scaling by 64 and by 16 must give x = step * 64 and x = step * 16:
+    # the per-step size is the caller's, not the run's (a synchronous step of 8 batches vs an update of one)
+    fig = plot_training_curves(sync_runs, labels=["a", "b"], examples_per_step=[64, 16])
+    left = fig.axes[0]
+    for line, run, n in zip(left.get_lines(), sync_runs, (64, 16)):
+        np.testing.assert_array_equal(line.get_xdata(), np.asarray(run.curve.step) * n)
+    assert fig.axes[2].get_xlabel() == "examples processed"
+    assert left.get_title() == "per example"
+
+
+def test_training_curves_reject_examples_per_step_of_the_wrong_length_or_below_one(sync_runs):
+    with raises_input("examples_per_step", "[64]", "one count per result (2)"):
+        plot_training_curves(sync_runs, examples_per_step=[64])
+    with raises_input("examples_per_step[1]", "0", "an integer"):
+        plot_training_curves(sync_runs, examples_per_step=[64, 0])

@@ -1,9 +1,8 @@
-# Built with a loop over the cluster's jobs, as JSON strings.
-import json
+# A partitioner is any callable (shape, dtype) -> parts per axis: cut axis 0 into just enough parts of 128 KiB.
+def make_partitioner(num_ps):
+    import math
 
-
-def ps_cluster_configs(ports):
-    addresses = iter(f"localhost:{p}" for p in ports)
-    cluster = {job: [next(addresses) for _ in range(n)] for job, n in (("chief", 1), ("worker", 2), ("ps", 1))}
-    return [json.dumps({"cluster": cluster, "task": {"type": job, "index": i}})
-            for job, addrs in cluster.items() for i in range(len(addrs))]
+    def partitioner(shape, dtype):
+        nbytes = shape.num_elements() * dtype.size
+        return [max(1, math.ceil(nbytes / (128 << 10)))] + [1] * (len(shape) - 1)
+    return partitioner

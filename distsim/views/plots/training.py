@@ -16,9 +16,10 @@ from distsim.validation import InputError, InstanceOf, Integer
 
 
 def plot_training_curves(results: Sequence[Result], labels: Sequence[str] | None = None, *,
-                         data: str = "training", clock: str = "wall-clock time since start") -> Figure:
-    """Loss (top) and accuracy (bottom) against steps (left) and against
-    wall-clock seconds (right), one line per run.
+                         data: str = "training", clock: str = "wall-clock time since start",
+                         examples_per_step: Sequence[int] | None = None) -> Figure:
+    """Loss (top) and accuracy (bottom) against steps, or examples (left), and
+    against wall-clock seconds (right), one line per run.
 
     Comparing the two columns is the point: asynchronous training may need
     more updates than synchronous training to reach a loss yet get there
@@ -31,12 +32,21 @@ def plot_training_curves(results: Sequence[Result], labels: Sequence[str] | None
         data: what the curves were measured on, for the axis labels
             (``"training"``, or ``"test"`` for held-out curves).
         clock: what the time axis measures (e.g. ``"simulated wall-clock time"``).
+        examples_per_step: examples in one step (or update) of each run; given,
+            the left column shows examples processed, so that runs whose steps
+            differ in size (a synchronous step of all workers' batches, an
+            asynchronous update of one) share a readable axis.
     """
     results = at_least_one("results", results, Result, "Result")
     labels = one_label_each("labels", labels, len(results), "result") or [result_label(r) for r in results]
     for i, r in enumerate(results):
         if r.curve is None:
             raise InputError(f"results[{i}].curve", None, "a training curve: only runs that trained can be drawn")
+    per_step = [1] * len(results)
+    if examples_per_step is not None:
+        if isinstance(examples_per_step, str) or len(examples_per_step := list(examples_per_step)) != len(results):
+            raise InputError("examples_per_step", examples_per_step, f"one count per result ({len(results)})")
+        per_step = [Integer(1)(f"examples_per_step[{i}]", n) for i, n in enumerate(examples_per_step)]
     span = max(float(np.max(r.curve.time_s)) if len(r.curve.time_s) else 0.0 for r in results)
     factor, unit = time_scale(span)
     fig, axes = new_figure(10.0, 6.0, nrows=2, ncols=2, sharex="col")
@@ -45,7 +55,7 @@ def plot_training_curves(results: Sequence[Result], labels: Sequence[str] | None
         style.pop("marker")
         c = res.curve
         acc_known = bool(np.any(np.isfinite(c.accuracy)))
-        for col, x in enumerate((c.step, np.asarray(c.time_s) / factor)):
+        for col, x in enumerate((np.asarray(c.step) * per_step[i], np.asarray(c.time_s) / factor)):
             axes[0, col].plot(x, c.loss, label=label, **style)
             if acc_known:
                 axes[1, col].plot(x, c.accuracy, label=label, **style)
@@ -55,9 +65,10 @@ def plot_training_curves(results: Sequence[Result], labels: Sequence[str] | None
         axes[1, col].set_ylim(0, 1)
         for ax in axes[:, col]:
             ax.grid(alpha=0.3)
-    axes[1, 0].set_xlabel("step (synchronous) or applied update (asynchronous)")
+    axes[1, 0].set_xlabel("examples processed" if examples_per_step is not None
+                          else "step (synchronous) or applied update (asynchronous)")
     axes[1, 1].set_xlabel(f"{clock} ({unit})")
-    axes[0, 0].set_title("per step")
+    axes[0, 0].set_title("per example" if examples_per_step is not None else "per step")
     axes[0, 1].set_title("per second")
     fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center",
                ncols=min(len(results), 3), fontsize="small", frameon=False)
