@@ -75,10 +75,16 @@ def is_async(scenario: distsim.Scenario) -> bool:
     return scenario.strategy.resolved_mode == "async"
 
 
-def epoch_examples(scenario: distsim.Scenario) -> int:
-    """Examples one epoch trains on: a last partial batch is dropped with ``drop_remainder``."""
+def epoch_examples(scenario: distsim.Scenario) -> float:
+    """Examples one epoch trains on: a last partial batch is dropped with
+    ``drop_remainder``; with ``b`` backup workers of ``N`` replicas a step
+    applies the gradients of only ``N - b`` replicas, each one replica's
+    share of the step's examples (TensorFlow's ``SyncReplicasOptimizer``
+    averages ``replicas_to_aggregate`` gradients and drops the rest)."""
     examples, batch = scenario.workload.num_examples, scenario.training.global_batch
-    return examples - examples % batch if scenario.training.drop_remainder else examples
+    epoch = examples - examples % batch if scenario.training.drop_remainder else examples
+    n = scenario.num_replicas
+    return epoch * (n - scenario.training.backup_workers) / n
 
 
 def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Violation]:
@@ -97,7 +103,7 @@ def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Vi
     product, examples = s.throughput_samples_per_s * s.epoch_time_s, epoch_examples(scenario)
     if abs(product - examples) > scenario.training.global_batch + RTOL * examples:
         out.append(Violation("throughput*epoch=examples", f"throughput x epoch_time = {product:.6g} examples, "
-                             f"the epoch has {examples:,} (global batch {scenario.training.global_batch:,})"))
+                             f"the epoch trains on {examples:,.6g} (global batch {scenario.training.global_batch:,})"))
     return out
 
 

@@ -44,8 +44,11 @@ The model, per step and per replica (all times in seconds):
   all-reduces each of its ``metric_values`` scalar metric variables after
   the update, one after another: latency-bound collectives of 4 bytes.
 
-:func:`step_model` gives the deterministic steady-state step time,
-vectorised over NumPy arrays of the numeric fields (the sweep uses it);
+:func:`step_model` gives the deterministic steady-state step time and the
+run's total time (:func:`run_time_s`: ``training.steps`` steps from a cold
+start, every epoch's fill and final step included, the one time that
+throughput, the mean step and the epoch are defined from), vectorised over
+NumPy arrays of the numeric fields (the sweep uses it);
 :mod:`distsim.engines.timeline` simulates the same model step by step with
 stragglers. With deterministic compute the two agree exactly.
 """
@@ -482,23 +485,37 @@ def fill_s(p: dict, prefetch, shard_policy: str) -> np.ndarray:
     return np.where(prefetch, t, 0.0)
 
 
-def epoch_time_s(full: StepParts, last: StepParts, steps, fill, prefetch) -> np.ndarray:
-    """Seconds of an epoch in the steady state of many epochs: ``steps - 1``
-    full steps, then the final step (``last``).
+def run_time_s(full: StepParts, last: StepParts, steps_per_epoch, fill, prefetch: bool, steps: int) -> np.ndarray:
+    """Total simulated time of a run of ``steps`` steps, seconds: from its
+    cold start (nothing read yet) until its last step ends.
 
-    Without prefetch every step is its input then its device work. With
-    prefetch the host reads step k+1's batch while the devices run step k,
-    so from one step's start to the next's is ``max(device_k, input_{k+1})``;
-    the input after the final step is the next epoch's first batch with the
-    shuffle-buffer ``fill`` before it. A fill shorter than the final step's
-    device time is hidden, and a short final step exposes the part of the
-    next batch's read it cannot cover.
+    The steps follow the epoch (``steps_per_epoch - 1`` full steps, then the
+    final one, ``last``; cycled), and every epoch's first batch waits for the
+    shuffle ``fill``. Without prefetch each step is its input then its device
+    work. With prefetch the host reads step k's batch once it has read step
+    k-1's and that step's devices have started, so step k's host start is
+    step k-1's plus ``max(input_k + fill_k, device_{k-1})`` (the first step's:
+    its input and fill, nothing to overlap), and the run ends one device time
+    after the last host start. Both are sums over step kinds, counted here.
     """
-    alternating = (steps - 1) * (full.input_s + full.device_s) + last.input_s + last.device_s
-    before_last = (steps - 2) * np.maximum(full.device_s, full.input_s) + np.maximum(full.device_s, last.input_s)
-    next_read = fill + np.where(steps >= 2, full.input_s, last.input_s)
-    ahead = np.where(steps >= 2, before_last, 0.0) + np.maximum(last.device_s, next_read)
-    return np.where(prefetch, ahead, alternating)
+    n, S = int(steps), np.asarray(steps_per_epoch)
+    finals = n // S  # steps in [0, n) that end an epoch (all of them when S == 1)
+    if not prefetch:
+        return (n - finals) * (full.input_s + full.device_s) + finals * (last.input_s + last.device_s)
+    first_input = np.where(S == 1, last.input_s, full.input_s) + fill
+    openers = (n - 1) // S  # epoch-opening steps after the first
+    closers = np.where(S == 1, 0, finals)  # epoch-ending steps after the first (S == 1: they are openers)
+    middle = np.where(S == 1, 0, n - 1 - openers - finals)
+    final_device = np.where((n - 1) % S == S - 1, last.device_s, full.device_s)
+    return (first_input + openers * np.maximum(first_input, last.device_s)
+            + middle * np.maximum(full.input_s, full.device_s) + closers * np.maximum(last.input_s, full.device_s)
+            + final_device)
+
+
+def run_steps(steps_per_epoch, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Of a run's ``steps`` steps: (full steps, epoch-final steps)."""
+    finals = int(steps) // np.asarray(steps_per_epoch)
+    return int(steps) - finals, finals
 
 
 def epoch_plan(p: dict, shard_policy: str) -> sharding.Epoch:
@@ -520,20 +537,29 @@ def epoch_plan(p: dict, shard_policy: str) -> sharding.Epoch:
 class ModelOutput:
     """Deterministic predictions of :func:`step_model` (arrays).
 
+    The summary numbers share one time, the run's: ``training.steps`` steps
+    from a cold start (:func:`run_time_s`), as :func:`distsim.predict`
+    simulates them. Throughput is the examples the run's steps aggregate over
+    that time, the mean step that time over the steps, and an epoch
+    ``steps_per_epoch`` mean steps.
+
     Attributes:
-        step_time_s: seconds per full step.
-        exposed_comm_s: all-reduce seconds per step not hidden by the backward pass.
-        epoch_time_s: seconds per epoch in the steady state of many epochs
-            (:func:`epoch_time_s`: full steps, the final step, the
-            shuffle fill where the final step does not hide it).
+        step_time_s: seconds per full step in the steady state (the step
+            the pieces in ``parts`` make up).
+        exposed_comm_s: all-reduce seconds per full step not hidden by the backward pass.
+        epoch_time_s: ``steps_per_epoch x mean_step_time_s``, seconds.
         steps_per_epoch: steps in one epoch.
-        throughput_samples_per_s: examples per second in a full step.
+        throughput_samples_per_s: the run's aggregated examples over its
+            total time, examples/s.
         baseline_throughput_samples_per_s: one device of the same kind running
-            one replica's batch (weak scaling's baseline), examples/s.
+            one replica's batch (weak scaling's baseline) for the same steps, examples/s.
         strong_baseline_throughput_samples_per_s: one device running the
             whole global batch (strong scaling's baseline), examples/s.
         parts: the pieces of the slowest worker's full step (what
             :mod:`distsim.engines.bottleneck` names the bottleneck from).
+        run_time_s: the run's total simulated time, seconds.
+        mean_step_time_s: ``run_time_s / training.steps``, seconds.
+        run_exposed_comm_s: the run's exposed all-reduce seconds, summed over its steps.
     """
 
     step_time_s: np.ndarray
@@ -544,6 +570,9 @@ class ModelOutput:
     baseline_throughput_samples_per_s: np.ndarray
     strong_baseline_throughput_samples_per_s: np.ndarray
     parts: StepParts
+    run_time_s: np.ndarray
+    mean_step_time_s: np.ndarray
+    run_exposed_comm_s: np.ndarray
 
     @property
     def speedup(self) -> np.ndarray:
@@ -571,20 +600,39 @@ def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
     # Every worker waits for the slowest one (the straggler, when there is one) at the collectives.
     slowest = straggler_params(p)
     parts = step_parts(p, batch, plan_, kind, policy, collectives, metrics, straggler=slowest)
-    step = step_time_s(parts, plan_.prefetch)
     shape = epoch_plan(p, policy)
     last_parts = step_parts(p, shape.last_examples, plan_, kind, policy, collectives, metrics, straggler=slowest)
-    epoch = epoch_time_s(parts, last_parts, shape.steps, fill_s(p, plan_.prefetch, policy), plan_.prefetch)
+    steps = scenario.training.steps
+    run = run_time_s(parts, last_parts, shape.steps, fill_s(p, plan_.prefetch, policy), plan_.prefetch, steps)
+    n_full, n_final = run_steps(shape.steps, steps)
+    examples = (n_full * batch + n_final * shape.last_examples) * aggregated_share(scenario)
+    mean_step = run / steps
     return ModelOutput(
-        step_time_s=step,
+        step_time_s=step_time_s(parts, plan_.prefetch),
         exposed_comm_s=parts.exposed_comm_s,
-        epoch_time_s=epoch,
+        epoch_time_s=shape.steps * mean_step,
         steps_per_epoch=shape.steps,
-        throughput_samples_per_s=batch / step,
-        baseline_throughput_samples_per_s=_one_device_throughput(p, parts.replica_batch, plan_, kind, policy),
-        strong_baseline_throughput_samples_per_s=_one_device_throughput(p, batch, plan_, kind, policy),
+        throughput_samples_per_s=examples / run,
+        baseline_throughput_samples_per_s=_one_device_throughput(p, parts.replica_batch, plan_, kind, policy, steps),
+        strong_baseline_throughput_samples_per_s=_one_device_throughput(p, batch, plan_, kind, policy, steps),
         parts=parts,
+        run_time_s=run,
+        mean_step_time_s=mean_step,
+        run_exposed_comm_s=n_full * parts.exposed_comm_s + n_final * last_parts.exposed_comm_s,
     )
+
+
+def aggregated_share(scenario: Scenario) -> float:
+    """Share of a step's examples whose gradients the step applies: with
+    ``b`` backup workers of ``N`` replicas, the first ``N - b`` replicas'
+    gradients are summed and the rest dropped, so ``(N - b) / N`` (the mean
+    share when the global batch does not split evenly). TensorFlow's
+    ``SyncReplicasOptimizer`` takes ``replicas_to_aggregate`` gradients per
+    variable from its accumulators and drops stale ones
+    (``tensorflow/python/training/sync_replicas_optimizer.py``, lines 77-78
+    and 280-282 in TF 2.21), each one replica's batch."""
+    n = scenario.num_replicas
+    return (n - scenario.training.backup_workers) / n
 
 
 def one_device_params(p: dict, batch) -> dict:
@@ -597,8 +645,15 @@ def one_device_params(p: dict, batch) -> dict:
     return one
 
 
-def _one_device_throughput(p: dict, batch, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> np.ndarray:
+def _one_device_throughput(p: dict, batch, plan_: StrategyPlan, device_kind: str, shard_policy: str,
+                           steps: int) -> np.ndarray:
     """Examples/s of one device of the same kind on the same host running
-    ``batch`` examples per step through the same input pipeline."""
-    base = step_parts(one_device_params(p, batch), batch, plan_, device_kind, shard_policy)
-    return batch / step_time_s(base, plan_.prefetch)
+    ``batch`` examples per step through the same input pipeline, for a run
+    of ``steps`` steps of its own epoch (:func:`run_time_s`)."""
+    one = one_device_params(p, batch)
+    shape = epoch_plan(one, shard_policy)
+    full = step_parts(one, batch, plan_, device_kind, shard_policy)
+    last = step_parts(one, shape.last_examples, plan_, device_kind, shard_policy)
+    run = run_time_s(full, last, shape.steps, fill_s(one, plan_.prefetch, shard_policy), plan_.prefetch, steps)
+    n_full, n_final = run_steps(shape.steps, steps)
+    return (n_full * np.asarray(batch, dtype=float) + n_final * shape.last_examples) / run
