@@ -216,6 +216,23 @@ def _worker_compute_s(p: dict, plan_: StrategyPlan, device_kind: str, shard_poli
     return np.where(plan_.prefetch, np.maximum(own_input, device), own_input + device)
 
 
+def startup_s(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> np.ndarray:
+    """Seconds an asynchronous worker's run starts later than its update
+    cycle counts: its first batch is read (and the shuffle buffer filled)
+    before its first compute, with nothing yet to overlap. With prefetch the
+    cycle counts ``max(input, device)`` per update, so the first update costs
+    ``min(input, device)`` and the fill more (the synchronous run's cold
+    start, :func:`distsim.engines.steady.run_time_s`); without it input and
+    device work already alternate, and nothing is added. Later epochs' fills
+    are not counted (the asynchronous log has no epochs)."""
+    parts = steady.step_parts(p, p["training.global_batch"], plan_, device_kind, shard_policy)
+    batch = parts.replica_batch
+    own_input = steady.input_s(steady.one_device_params(p, batch), batch, shard_policy, device_kind)
+    device = parts.overhead_s + parts.dispatch_s + parts.forward_s + parts.backward_s
+    fill = steady.fill_s(p, plan_.prefetch, shard_policy)
+    return np.where(plan_.prefetch, np.minimum(own_input, device) + fill, 0.0)
+
+
 def async_costs(p: dict, plan_: StrategyPlan, device_kind: str, shard_policy: str) -> AsyncCosts:
     """Every replica is an asynchronous worker: it computes one replica
     batch (input prefetched), pushes the gradient and pulls the variables
@@ -450,7 +467,8 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
     workers = scenario.num_replicas
     fifo = _fifo_update_log(scenario, costs)
     log = _phased(scenario, costs, fifo)
-    rate = log.updates_per_s
+    # The run's total time: the workers' cold start, then the log (its times count from the first pull).
+    rate = len(log) / (float(log.apply_time_s[-1]) + float(startup_s(p, plan_, kind, t.shard_policy)))
     batch = float(costs.worker_batch)
     throughput = rate * batch
     weak, strong = baseline_throughputs(scenario)
