@@ -86,13 +86,11 @@ def epoch_examples(scenario: distsim.Scenario) -> float:
     share of the step's examples (TensorFlow's ``SyncReplicasOptimizer``
     averages ``replicas_to_aggregate`` gradients and drops the rest)."""
     examples, batch = scenario.workload.num_examples, scenario.training.global_batch
+    epoch = examples - examples % batch if scenario.training.drop_remainder else examples
     if scenario.training.shard_policy == "OFF":
-        # Every worker reads the whole dataset (its stream) and a step takes a worker's share of the batch from each.
-        workers = scenario.cluster.num_workers
-        share = -(-batch // workers)
-        epoch = workers * (examples - examples % share if scenario.training.drop_remainder else examples)
-    else:
-        epoch = examples - examples % batch if scenario.training.drop_remainder else examples
+        # Every worker's stream is the whole dataset, batched by the global batch (its final partial batch
+        # dropped with drop_remainder) and then split among the replicas: each worker trains on all of it.
+        epoch *= scenario.cluster.num_workers
     n = scenario.num_replicas
     return epoch * (n - scenario.training.backup_workers) / n
 
