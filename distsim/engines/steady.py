@@ -389,20 +389,14 @@ def critical_replica(p: dict, global_examples, device_kind: str, dispatch, colle
     with the same cores. A worker's replicas form three blocks (batch ``c``,
     the remainder, 0); in each the last-dispatched one ends last, so the
     worker ends at the latest of those three: ``start + forward +
-    max(backward, chain)``. With backup workers the step aggregates the
-    first ``N - b`` backward passes to end: the replica at local index
-    ``ceil((N - b) / workers) - 1`` on every worker.
+    max(backward, chain)``. Backup workers: :func:`_backup_critical`.
     """
     workers, local = p["cluster.num_workers"], p["cluster.devices_per_worker"]
     examples = np.asarray(global_examples, dtype=float)
     chunk = ceil_div(examples, workers * local).astype(float)
     first = worker * local  # the worker's first replica
     full = np.clip(examples // chunk - first, 0, local)  # its replicas with a whole chunk
-    if collectives is not None and collectives.backup_workers:
-        kept = workers * local - collectives.training.backup_workers
-        index = [ceil_div(kept, workers) - 1.0]
-    else:
-        index = [np.maximum(full - 1.0, 0.0), np.minimum(full, local - 1.0), local - 1.0]
+    index = [np.maximum(full - 1.0, 0.0), np.minimum(full, local - 1.0), local - 1.0]
     per_example, launch = seconds_per_example(p, device_kind), launch_s(p)
     shared = shares_cores(p, device_kind)
     best = None
@@ -437,17 +431,21 @@ def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, 
     workers = p["cluster.num_workers"]
     local = p["cluster.devices_per_worker"]
     b = ceil_div(global_examples, workers * local).astype(float)
-    last = int(np.unique(workers).item()) - 1
-    candidates = [(p, 0)] if straggler is None else [(straggler, last)] + ([(p, 0)] if last else [])
-    best = None
-    for q_params, worker in candidates:
-        overhead, dispatch = host_costs_s(q_params, plan_, device_kind)
-        end, start, compute, chain = critical_replica(q_params, global_examples, device_kind, dispatch, collectives,
-                                                      worker)
-        end = overhead + np.maximum(end, local * dispatch)
-        row = (end, overhead, dispatch, start, compute, chain)
-        best = row if best is None else tuple(np.where(end > best[0], new, old) for new, old in zip(row, best))
-    _, overhead, dispatch, start, compute, chain = best
+    if collectives is not None and collectives.backup_workers:
+        overhead, start, compute, chain, host = _backup_critical(p, straggler, global_examples, plan_, device_kind,
+                                                                 collectives)
+    else:
+        last = int(np.unique(workers).item()) - 1
+        candidates = [(p, 0)] if straggler is None else [(straggler, last)] + ([(p, 0)] if last else [])
+        best = None
+        for q_params, worker in candidates:
+            overhead, dispatch = host_costs_s(q_params, plan_, device_kind)
+            end, start, compute, chain = critical_replica(q_params, global_examples, device_kind, dispatch,
+                                                          collectives, worker)
+            end = overhead + np.maximum(end, local * dispatch)
+            row = (end, overhead, local * dispatch, start, compute, chain)
+            best = row if best is None else tuple(np.where(end > best[0], new, old) for new, old in zip(row, best))
+        _, overhead, host, start, compute, chain = best
     return StepParts(
         replica_batch=b,
         input_s=input_s(p, global_examples, shard_policy, device_kind) * np.ones_like(b),
@@ -458,8 +456,48 @@ def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, 
         comm_chain_s=chain * np.ones_like(b),
         update_s=update_s(p) * np.ones_like(b),
         metric_comm_s=np.asarray(metric_comm, dtype=float) * np.ones_like(b),
-        host_dispatch_s=local * dispatch * np.ones_like(b),
+        host_dispatch_s=host * np.ones_like(b),
     )
+
+
+def _backup_critical(p: dict, straggler: dict | None, global_examples, plan_: StrategyPlan, device_kind: str,
+                     collectives: Collectives) -> tuple[np.ndarray, ...]:
+    """(overhead, start, compute, comm chain, host dispatch) of a step with
+    backup workers: the step sums the gradients of the first ``N - b``
+    replicas to finish their backward pass, so its critical replica is the
+    ``(N - b)``-th to finish among all replicas (every worker's, the last
+    worker's with ``straggler``'s cores), each starting as
+    :func:`critical_replica` says (own hardware: after its dispatch; shared
+    cores: also after the replica before it). A replica its host has not
+    dispatched by then updates once dispatched: ``host dispatch`` is the
+    last host's dispatch end, counted from the critical replica's host's
+    overhead end."""
+    workers = int(np.unique(p["cluster.num_workers"]).item())
+    local = int(np.unique(p["cluster.devices_per_worker"]).item())
+    examples = np.asarray(global_examples, dtype=float)
+    chunk = ceil_div(examples, workers * local).astype(float)
+    columns: list[tuple[np.ndarray, ...]] = []  # per replica: overhead, start, compute, the host's dispatch end
+    for w in range(workers):
+        q_params = straggler if straggler is not None and w == workers - 1 else p
+        overhead, dispatch = host_costs_s(q_params, plan_, device_kind)
+        per_example, launch, shared = (seconds_per_example(q_params, device_kind), launch_s(q_params),
+                                       shares_cores(q_params, device_kind))
+        previous_end = None
+        for j in range(local):
+            q = np.maximum(np.clip(examples - (w * local + j) * chunk, 0.0, chunk) * per_example, launch)
+            start = (j + 1) * dispatch
+            if previous_end is not None:
+                start = np.where(shared, np.maximum(start, previous_end), start)
+            previous_end = start + q
+            columns.append((overhead, start, q, overhead + local * dispatch))
+    shape = np.broadcast_shapes(*(np.shape(x) for col in columns for x in col))
+    overhead, start, compute, host_end = (np.stack([np.broadcast_to(col[i], shape) for col in columns], axis=-1)
+                                          for i in range(4))
+    kept = workers * local - collectives.training.backup_workers
+    k = np.argpartition(overhead + start + compute, kept - 1, axis=-1)[..., kept - 1:kept]
+    pick = [np.take_along_axis(x, k, axis=-1)[..., 0] for x in (overhead, start, compute)]
+    chain = pick[2] * 2 / 3 + collectives.chain_s(p, 0.0)  # the whole gradient's collective (and pull) after it
+    return pick[0], pick[1], pick[2], chain, host_end.max(axis=-1) - pick[0]
 
 
 def step_time_s(parts: StepParts, prefetch) -> np.ndarray:
