@@ -54,7 +54,8 @@ from pathlib import Path
 import numpy as np
 
 from distsim.cli.commands import OneLineParser
-from distsim.engines.prediction import predict, rhythm_range_s
+from distsim.engines.asyncrun import rhythm_range_s
+from distsim.engines.prediction import predict
 from distsim.real.calibrate import calibrate, write_presets
 from distsim.real.env import cpu_model
 from distsim.real.experiment import EmulationUnavailable, run
@@ -314,7 +315,7 @@ def evaluate(state: State) -> dict:
         "plain_max_abs_error": float(np.max(plain)) if rows else None,
         "failed_runs": sum(len(v) for v in failed.values()),
         "lab_grid": _summary([r for r in rows if r["cell"] in {c.key for c in grid()}]),
-        # The range the PS phase caveat (distsim.engines.prediction.PHASE_CAVEAT) states, over every benchmark.
+        # The range the PS phase caveat (distsim.engines.asyncrun.PHASE_CAVEAT) states, over every benchmark.
         "ps_runs_vs_paired_pct": _extremes([x for r in rows if r["strategy"] == "parameter_server"
                                             for x in r["runs_vs_paired_pct"]]),
         # Where PS runs of 2+ workers sat between their two rhythms (rhythm_range_s): 0 turns, 1 lockstep.
@@ -324,7 +325,7 @@ def evaluate(state: State) -> dict:
 
 
 def _rhythm(cell: Cell, shaped, measured_s: np.ndarray, drift_s: np.ndarray) -> dict:
-    """A PS cell's two rhythms (:func:`distsim.engines.prediction.rhythm_range_s`), each paired with
+    """A PS cell's two rhythms (:func:`distsim.engines.asyncrun.rhythm_range_s`), each paired with
     every run as its prediction is (``drift_s`` = measured less predicted unshaped), and where each
     run sat between them: 0 at turns, 1 at lockstep. Empty for a ring or one worker."""
     if cell.strategy != "parameter_server" or cell.workers < 2:

@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 from distsim.cli.commands import OneLineParser
-from distsim.engines.prediction import rhythm_range_s
+from distsim.engines.asyncrun import rhythm_range_s
 from distsim.real import lab_hardware, lab_scenario, run_point
 from distsim.validation import InputError
 

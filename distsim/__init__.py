@@ -18,7 +18,8 @@ The package is layered; each folder imports only from the ones below it
     validation  the one exception and the field rules
 """
 
-from distsim.engines.prediction import predict, rhythm_range_s
+from distsim.engines.asyncrun import rhythm_range_s
+from distsim.engines.prediction import predict
 from distsim.engines.sweeps import sweep
 from distsim.numerics.asynctrain import AsyncRun, train_async, train_backup_sync
 from distsim.numerics.largebatch import large_batch_experiment

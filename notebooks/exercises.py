@@ -527,3 +527,163 @@ def check_multi_worker_fit(fn, workdir=None, workers: int = 2, steps: int = 5) -
         return "Not yet: the workers end with different weights, so they did not train one model."
     return (f"Right: {workers} processes, one MultiWorkerMirroredStrategy with {workers} replicas in sync, {steps} "
             "steps, and every worker ends with the same weights.")
+
+
+# ---- 09, Exercise 5: a SavedModel written by the chief, loaded back with and without strategy.scope() -----------
+
+class _NonChief:
+    """The strategy as a worker that is not the chief sees it: ``extended.should_checkpoint`` is False (under
+    MultiWorkerMirroredStrategy it is ``_is_chief``: ``collective_all_reduce_strategy.py`` 1114-1115); the rest
+    is the real strategy."""
+
+    def __init__(self, strategy):
+        self._strategy = strategy
+        self.extended = type("Extended", (), {"should_checkpoint": False})()
+
+    def __getattr__(self, name):
+        return getattr(self._strategy, name)
+
+
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `folder`, with its inode and modification time (a rewrite changes one of them)."""
+    return {str(p.relative_to(folder)): (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+def _distributed(variables) -> bool:
+    import tensorflow as tf
+    return bool(variables) and all(isinstance(v, tf.distribute.DistributedValues) for v in variables)
+
+
+def check_saved_model(fn) -> str:
+    """09 Ex5: fn(model, strategy, export_dir) -> (loaded, loaded_in_scope). Called as the chief, it must write a
+    SavedModel to export_dir and load it back outside and inside strategy.scope(); called as another worker, it
+    must leave export_dir and its folder as they were."""
+    import tensorflow as tf
+    strategy = mirrored(2)
+    model, ds = build(strategy)
+    x = next(iter(ds))[0][:8]
+    want = model(x).numpy()
+    work = Path(tempfile.mkdtemp(prefix="distsim-ex09-savedmodel-"))
+    export_dir = work / "model"
+    try:
+        loaded, loaded_in_scope = fn(model, strategy, str(export_dir))
+        if not tf.saved_model.contains_saved_model(str(export_dir)):
+            return ("Not yet: after the chief's call export_dir holds no SavedModel. model.save(export_dir) or "
+                    "tf.saved_model.save(model, export_dir) writes one (a name ending in .keras or .h5 does not).")
+        if _distributed(loaded.variables) or not loaded.variables:
+            return "Not yet: the first model returned should have plain variables: load it outside strategy.scope()."
+        if not _distributed(loaded_in_scope.variables):
+            return ("Not yet: the second model's variables are not distributed. Load it again inside "
+                    "`with strategy.scope():` so that every replica gets a copy.")
+        gap = float(np.abs(loaded(x).numpy() - want).max())
+        per_replica = strategy.experimental_local_results(strategy.run(loaded_in_scope, args=(x,)))
+        gap = max([gap] + [float(np.abs(r.numpy() - want).max()) for r in per_replica])
+        before = _files(work)
+        fn(model, _NonChief(strategy), str(export_dir))
+        after = _files(work)
+    except Exception as exc:   # the learner's error
+        return _failed(exc)
+    if gap > 1e-5:   # the same float32 weights and ops: only rounding may differ
+        return f"Not yet: the loaded model's outputs differ from the model's by {gap:.1e}. Did you save the model given?"
+    if any(before.get(name) != stamp for name, stamp in after.items() if name.startswith("model")):
+        return ("Not yet: a worker that is not the chief (strategy.extended.should_checkpoint is False) wrote into "
+                "export_dir, which the chief writes. It must save too, but to a temporary directory it deletes.")
+    left = sorted({name.split("/")[0] for name in after} - {"model"})
+    if left:
+        return f"Not yet: the non-chief left {left} next to export_dir; delete its temporary copy after saving."
+    return (f"Right: the chief wrote the SavedModel; loaded outside the scope it has plain variables, inside it "
+            f"{len(per_replica)} copies of each, and both compute the model's outputs.")
+
+# ---- 04, Exercise 3: a learning-rate warm-up scaled by the replica count ------------------------------------------
+
+def warmup_rate(step: int, base_lr: float, warmup_steps: int, replicas: int) -> float:
+    """Goyal et al. (2017, arXiv:1706.02677, section 2.2): from base_lr at step 0, linearly up to base_lr x replicas
+    at step warmup_steps, then constant."""
+    return base_lr * (1 + (replicas - 1) * min(step, warmup_steps) / warmup_steps)
+
+
+def _schedule_values(schedule, steps) -> list[float]:
+    """The schedule's rates at `steps`, called as an optimizer calls it: inside a tf.function, on an int64 step."""
+    import tensorflow as tf
+    traced = tf.function(lambda step: tf.cast(schedule(step), tf.float64))
+    return [float(traced(tf.constant(k, tf.int64))) for k in steps]
+
+
+def _warmup_mistake(got, want, base_lr, warmup_steps, replicas, steps) -> str | None:
+    """The hint for a schedule whose rates `got` (at `steps`) differ from `want`, or None when they agree."""
+    def close(a, b):   # float32 arithmetic in the schedule: 1e-5 relative is over 10 float32 roundings
+        return all(abs(x - y) <= 1e-5 * max(abs(y), 1e-12) for x, y in zip(a, b))
+
+    if close(got, want):
+        return None
+    peak = got[-1]
+    if replicas > 1 and close([peak], [base_lr]):
+        return (f"Not yet: after the warm-up your rate is {peak:g}, which is base_lr: it is not multiplied by "
+                f"strategy.num_replicas_in_sync ({replicas} here), so the bigger global batch gets a small batch's rate.")
+    if not close([peak], [base_lr * replicas]):
+        return (f"Not yet: after the warm-up your rate is {peak:g}; with {replicas} replicas it should be base_lr x "
+                f"{replicas} = {base_lr * replicas:g}. Read the replica count from the strategy you are given.")
+    if close(got[:1], [peak]):
+        return (f"Not yet: no warm-up: step 0 already has the full rate {peak:g}. Start at base_lr and rise linearly "
+                f"to base_lr x replicas over warmup_steps={warmup_steps} steps.")
+    for shift in (1, -1):
+        if close(got, [warmup_rate(max(k + shift, 0), base_lr, warmup_steps, replicas) for k in steps]):
+            return (f"Not yet: the warm-up is off by one: your rate at step k is the one due at step k {'+' if shift > 0 else '-'} 1 "
+                    f"(at step 0: {got[0]:g}, not base_lr = {base_lr:g}). The optimizer's first update has step 0, and "
+                    f"the rate reaches base_lr x replicas exactly at step warmup_steps.")
+    table = ", ".join(f"step {k}: {g:.4g} (want {w:.4g})" for k, g, w in zip(steps, got, want))
+    return f"Not yet: the rates differ from a linear warm-up from base_lr to base_lr x replicas: {table}."
+
+
+def check_warmup_schedule(fn, strategy, base_lr: float = 0.1, warmup_steps: int = 10) -> str:
+    """04 Ex3: fn(strategy, base_lr, warmup_steps) returns a LearningRateSchedule; checked under `strategy` and
+    under a 2-replica MirroredStrategy on its first two devices, then used by an optimizer in a real fit."""
+    import tensorflow as tf
+    steps = (0, 1, warmup_steps // 2, warmup_steps - 1, warmup_steps, warmup_steps + 7)
+    pair = tf.distribute.MirroredStrategy(strategy.extended.worker_devices[:2])
+    for s in (strategy, pair):
+        replicas = s.num_replicas_in_sync
+        try:
+            with s.scope():
+                schedule = fn(s, base_lr, warmup_steps)
+        except Exception as exc:   # report any failure of the learner's code as a hint, not a traceback
+            return _failed(exc)
+        if not isinstance(schedule, tf.keras.optimizers.schedules.LearningRateSchedule):
+            return (f"Not yet: you returned a {type(schedule).__name__}; an optimizer takes a "
+                    "tf.keras.optimizers.schedules.LearningRateSchedule and calls it with its step counter.")
+        try:
+            got = _schedule_values(schedule, steps)
+        except Exception as exc:   # e.g. Python's min() or .numpy() on the graph's symbolic step
+            return (f"Not yet: your schedule cannot be traced into a graph ({type(exc).__name__}); the optimizer calls "
+                    "it inside its tf.function, on a symbolic int64 step. Use TensorFlow ops (tf.cast, tf.minimum), "
+                    "not Python's min(), float() or .numpy().")
+        hint = _warmup_mistake(got, [warmup_rate(k, base_lr, warmup_steps, replicas) for k in steps],
+                               base_lr, warmup_steps, replicas, steps)
+        if hint:
+            return hint
+    return _fit_with_schedule(fn, strategy, base_lr, warmup_steps)
+
+
+def _fit_with_schedule(fn, strategy, base_lr, warmup_steps, fit_steps: int = 3) -> str:
+    """Trains `fit_steps` steps under `strategy` with an SGD on the learner's schedule; the optimizer evaluates the
+    schedule at its step counter before each update (tf_keras optimizer.py 625-645, 705), so after fit_steps
+    updates it holds the rate of step fit_steps - 1."""
+    import tensorflow as tf
+    replicas = strategy.num_replicas_in_sync
+    rng = np.random.default_rng(0)
+    x, y = rng.random((8 * replicas * fit_steps, 4), dtype=np.float32), rng.integers(0, 2, 8 * replicas * fit_steps)
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(4,))])
+        model.compile(optimizer=tf.keras.optimizers.SGD(fn(strategy, base_lr, warmup_steps)),
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    try:
+        model.fit(x, y, batch_size=8 * replicas, epochs=1, verbose=0)
+    except Exception as exc:   # the schedule passed the checks above but fails inside fit
+        return _failed(exc)
+    used = float(model.optimizer.learning_rate.numpy())
+    want = warmup_rate(fit_steps - 1, base_lr, warmup_steps, replicas)
+    if abs(used - want) > 1e-5 * want:   # float32 variable: 1e-5 relative as above
+        return f"Not yet: after {fit_steps} updates in fit the optimizer's rate is {used:g}, not {want:g}."
+    return (f"Right: from base_lr = {base_lr:g} at step 0 up to {base_lr * replicas:g} with {replicas} replicas at step "
+            f"{warmup_steps} (and {base_lr * 2:g} with 2), and fit's SGD used {used:.4g} for its update at step "
+            f"{fit_steps - 1}.")

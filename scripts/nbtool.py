@@ -254,6 +254,7 @@ def check(path: Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     problems = [f"{path.name}: missing {rule}" for rule, ok in RULES.items() if not ok(nb, path.name)]
     problems += [f"{path.name}: {p}" for p in machine_specific_numbers(nb)]
+    problems += [f"{path.name}: {p}" for p in markdown_over_budget(nb) + unchecked_check_cells(nb)]
     return problems
 
 
@@ -309,10 +310,42 @@ def write_book_sources(paths: list[Path], executed_dir: Path, out_dir: Path) -> 
 
 def stats(path: Path) -> str:
     nb = nbformat.read(path, as_version=4)
-    md = sum(len(c.source) for c in _markdown(nb))
+    md = markdown_chars(nb)
     long = [len(c.source.splitlines()) for c in _code(nb) if len(c.source.splitlines()) > LONG_CELL_LINES
             and c is not nb.cells[setup_index(nb) or 0]]
     return f"{path.name:<48} markdown {md:>6} chars, code cells over {LONG_CELL_LINES} lines: {long}"
+
+
+# ---- house rules of issue 23 (notebooks 00/01/08/09 helper): the markdown budget, checked cells nbval skips ----
+#: Issue 23, section 3: at most this many characters of markdown per notebook (prose beyond it moves to
+#: data/measurements/README.md or an appendix).
+MARKDOWN_BUDGET_CHARS = 10_000
+
+
+def markdown_chars(nb) -> int:
+    return sum(len(c.source) for c in _markdown(nb))
+
+
+def markdown_over_budget(nb) -> list[str]:
+    chars = markdown_chars(nb)
+    if chars <= MARKDOWN_BUDGET_CHARS:
+        return []
+    return [f"markdown is {chars:,} characters, over the budget of {MARKDOWN_BUDGET_CHARS:,}"]
+
+
+def unchecked_check_cells(nb) -> list[str]:
+    """Cells marked ``# NBVAL_CHECK_OUTPUT`` that check nothing: nbval 0.11 compares a cell's outputs only when
+    the stored cell has an execution count (``nbval/plugin.py`` 760-771, ``unrun``), and skips it silently
+    otherwise; a cell with no stored outputs has nothing to compare (``nbtool run`` stores both)."""
+    problems = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or CHECK_MARK not in cell.source:
+            continue
+        if cell.get("execution_count") is None:
+            problems.append(f"cell {i} is marked {CHECK_MARK} but has no execution count (nbval skips it)")
+        elif not cell.get("outputs"):
+            problems.append(f"cell {i} is marked {CHECK_MARK} but has no stored outputs")
+    return problems
 
 
 def main() -> int:

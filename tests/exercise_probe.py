@@ -24,20 +24,21 @@ import tensorflow as tf  # noqa: E402
 
 CPUS = [d.name for d in tf.config.list_logical_devices("CPU")]
 NAMES = {"02": "weighted_replica_loss", "04": "train_mnist", "05": "three_worker_configs", "05b": "train_worker", "06": "ps_cluster_configs",
-         "06b": "make_partitioner", "07": "central_step", "08": "my_dataset_fn", "09": "resumable_fit"}
+         "06b": "make_partitioner", "07": "central_step", "08": "my_dataset_fn", "09": "resumable_fit",
+         "09s": "export_and_reload", "04_ex3": "warmup_schedule"}
 
 
 def checker(notebook: str):
     """The notebook's checker as its exercise cell calls it, given the learner's function."""
     if notebook == "07":
         return lambda fn: exercises.check_central_step(fn, CPUS)
-    if notebook in ("05", "05b", "06", "06b", "09"):   # these build their own strategies, or launch processes
+    if notebook in ("05", "05b", "06", "06b", "09", "09s"):   # these build their own strategies, or launch processes
         return {"05": exercises.check_three_workers, "05b": exercises.check_multi_worker_fit, "06": exercises.check_ps_cluster,
                 "06b": exercises.check_partitioner,
-                "09": exercises.check_resumable}[notebook]
+                "09": exercises.check_resumable, "09s": exercises.check_saved_model}[notebook]
     strategy = tf.distribute.MirroredStrategy(CPUS)
     check = {"02": exercises.check_weighted_loss, "04": exercises.check_train_mnist,
-             "08": exercises.check_dataset_fn}[notebook]
+             "04_ex3": exercises.check_warmup_schedule, "08": exercises.check_dataset_fn}[notebook]
     return lambda fn: check(fn, strategy)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from benchmark_scripts import load
-from distsim.engines.prediction import PHASE_CAVEAT
+from distsim.engines.asyncrun import PHASE_CAVEAT
 
 REPO = Path(__file__).resolve().parents[1]
 MEASUREMENTS = REPO / "data" / "measurements"

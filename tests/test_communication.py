@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from distsim.engines.steady import model_params
+from distsim.engines.costs import step_costs
 from distsim.mechanics.collectives import cost_model
 from distsim.mechanics.communication import Communication, host_transfer_s
 from distsim.mechanics.strategies import plan
@@ -17,7 +17,7 @@ N = 100 * 2**20  # a 100 MiB gradient
 
 
 def _comm(scn):
-    return Communication.of(scn, plan(scn)), model_params(scn)
+    return Communication.of(scn, plan(scn)), step_costs(scn)
 
 
 def test_ring_on_the_dgx1_mesh_uses_the_lanes_of_its_gpu_count():

@@ -15,7 +15,7 @@ import pytest
 
 import distsim
 from distsim import make_scenario
-from distsim.engines import prediction
+from distsim.engines import asyncrun
 
 
 from distsim import predict
@@ -190,7 +190,7 @@ def test_sharded_async_ps_applies_one_gradient_at_a_time_after_its_bytes_arrive(
     L = link.latency_s + w.gradient_bytes / link.bandwidth_Bps
     A = w.num_params * s.training.optimizer_bytes_per_param / 10e9 / 4  # the PS host: this_machine_core, 10 GB/s
     assert w.gradient_bytes / 4 / link.bandwidth_Bps * 2 < L  # both pulls' shard bytes fit in one transfer's path
-    C = float(prediction.simulate_updates(s)[1].compute_s)  # the worker's own compute, not under test here
+    C = float(asyncrun.simulate_updates(s)[1].compute_s)  # the worker's own compute, not under test here
     first = np.sort(big.trace.end_s[big.trace.label == 2][:2])  # the first two pushes end at their applies
     assert first == pytest.approx([2 * L + C + A, 2 * L + C + 2 * A], rel=1e-9)
     assert np.all(big.step_times_s > 0)
@@ -207,7 +207,7 @@ def test_in_process_async_ps_never_slows_with_more_inter_bandwidth():
     steps = []
     for bandwidth in (2.4e10, 3e10, 4e10, 5.96e10, 1e11):
         s = base.replace("cluster.inter_link.bandwidth_Bps", bandwidth)
-        costs = prediction.simulate_updates(s)[1]
+        costs = asyncrun.simulate_updates(s)[1]
         own = float(costs.compute_s + costs.pull_s + costs.push_s)
         assert 7 * float(2 * costs.ps_service_s + costs.ps_apply_s) < own
         steps.append(distsim.predict(s).summary.step_time_s)

@@ -38,6 +38,18 @@ CASES = {
     "09": ("09_ex4.py", {"09_ex4_wrong.py": "started again at epoch 0"}),
 }
 
+# ---- 09, Exercise 5: a SavedModel written by the chief, loaded with and without strategy.scope() ----
+CASES["09s"] = ("09_ex5.py", {"09_ex5_wrong.py": "Load it again inside `with strategy.scope():`",
+                              "09_ex5_wrong2.py": "wrote into export_dir, which the chief writes",
+                              "09_ex5_wrong3.py": "left ['worker_copy'] next to export_dir"})
+
+
+# ---- 04, Exercise 3: a learning-rate warm-up scaled by the replica count ----
+CASES["04_ex3"] = ("04_ex3.py", {"04_ex3_wrong.py": "not multiplied by strategy.num_replicas_in_sync (4 here)",
+                                 "04_ex3_wrong2.py": "off by one: your rate at step k is the one due at step k + 1",
+                                 "04_ex3_wrong3.py": "cannot be traced into a graph (OperatorNotAllowedInGraphError)",
+                                 "04_ex3_wrong4.py": "no warm-up: step 0 already has the full rate 0.4"})
+
 
 @functools.cache
 def verdicts(notebook: str) -> dict[str, str]:

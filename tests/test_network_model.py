@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import distsim
-from distsim.engines import asyncps, steady
-from distsim.engines.prediction import AsyncCosts, lockstep_step_s, rhythm_range_s
+from distsim.engines import asyncps
+from distsim.engines.asyncrun import rhythm_range_s
+from distsim.engines.costs import AsyncCosts, lockstep_step_s, step_costs
 from distsim.mechanics.communication import Communication
 from distsim.mechanics.strategies import plan
 from distsim.real.netlab import TCP_PAYLOAD_FRACTION, lab_scenario, nic_link, wire_bound_s
@@ -44,7 +45,7 @@ def test_a_plain_link_prices_bytes_as_before():
 
 def test_a_two_worker_ring_over_nics_costs_two_latencies_and_one_gradient_each_way():
     scenario = lab_scenario("multi_worker_mirrored", 2, 50, hardware=_builtin())
-    p = steady.model_params(scenario)
+    p = step_costs(scenario)
     n = scenario.workload.gradient_bytes
     link = scenario.cluster.inter_link
     # Ring over 2 ranks: 2 steps, each moving half the gradient each way through every NIC.

@@ -124,8 +124,8 @@ def test_timeline_draws_one_bar_per_event_with_its_colour():
     names = [TIMELINE_STYLES[s][0] for s in styles]
     kinds_labels = [(e.kind, e.label) for e in trace.events()]
     assert names[kinds_labels.index(("compute", "forward"))] == "forward"
-    assert names[kinds_labels.index(("comm", "bucket 0"))] == "communication (even bucket)"
-    assert names[kinds_labels.index(("comm", "bucket 1"))] == "communication (odd bucket)"
+    assert names[kinds_labels.index(("comm", "bucket 0"))] == "communication (transfers 1, 3, 5, …)"
+    assert names[kinds_labels.index(("comm", "bucket 1"))] == "communication (transfers 2, 4, 6, …)"
     assert names[kinds_labels.index(("idle", "wait"))] == "idle / wait"
 
 

@@ -14,7 +14,7 @@ from input_errors import raises_input
 
 from distsim.mechanics.collectives import build_schedule
 from distsim.views.plots.style import new_figure
-from distsim.views.plots.timeline import _RGBA, TimelineDrawing, event_styles
+from distsim.views.plots.timeline import _RGBA, TIMELINE_STYLES, TimelineDrawing, event_styles
 from distsim.engines import predict, sweep
 from distsim.scenario import Scenario, make_scenario
 from distsim.results.trace import Event, Trace
@@ -165,7 +165,7 @@ def test_export_and_load_restore_the_identical_state(lab):
     assert twin.scenario == lab.scenario
     assert twin.scenario.to_dict() == lab.scenario.to_dict()
     assert {n: w.value for n, w in twin.controls.items()} == {n: w.value for n, w in lab.controls.items()}
-    assert twin.controls["workload"].value == "resnet50_224"  # a resized preset, not "(from file)"
+    assert twin.controls["workload"].value == "resnet50_224"  # a resized preset, not "(as loaded)"
     assert twin.metrics.value == lab.metrics.value
 
 
@@ -338,3 +338,44 @@ def test_cluster_mechanism_controls_set_their_scenario_fields(lab):
     lab.update()
     assert lab.scenario.cluster.topology is None and c["topology"].disabled
     lab.load(default_scenario())
+
+
+# -------------------------------------------------- issue 23: legend, visible slivers, the published start
+
+
+def test_dashboard_timeline_carries_its_legend(lab):
+    (legend,) = lab.timeline.fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [name for name, _ in TIMELINE_STYLES]
+    assert "upper lane = the device" in legend.get_title().get_text()
+
+
+def test_min_px_keeps_a_sub_pixel_compute_visible_over_the_wait_after_it():
+    # 0.1 % of a 1 s axis is far below one pixel of a 4-inch axes; the wait that follows fills the rest
+    events = [Event("d0", "compute", 0.5, 0.501, 0, "backward"), Event("d0", "idle", 0.501, 1.0, 0, "wait"),
+              Event("d0", "idle", 0.0, 0.5, 0, "wait")]
+    trace = Trace.from_events(events)
+    styles = event_styles(trace)
+    columns = {}
+    for min_px in (1, 3):
+        fig, ax = new_figure(4, 1)
+        fig.set_layout_engine("none")
+        drawing = TimelineDrawing(ax, legend=False, raster=True, min_px=min_px)
+        drawing.update(trace)
+        image = drawing.bars.get_array()
+        upper_lane = image[int(0.3 * image.shape[0]), :, :3]   # row 0's upper lane spans 8 %..54 % of the height
+        columns[min_px] = int((upper_lane == _RGBA[styles[0], :3]).all(axis=1).sum())
+    assert columns == {1: 1, 3: 3}
+
+
+def test_dashboard_starts_from_the_published_cell_as_notebook_04_predicts_it():
+    from distsim.published import compare as compare_published, load_tables
+
+    table = load_tables()[0]
+    _, cells = compare_published(table)
+    (cell,) = [c for c in cells if c.dataset == "cats_vs_dogs" and c.column == "4 GPUs, global batch 256"]
+    start = default_scenario()
+    assert (start.cluster.devices_per_worker, start.training.global_batch) == (4, 256)
+    # The same scenario: an epoch is steps_per_epoch mean steps of the run (issue 24, item 2), and the published
+    # cell runs one whole epoch (its fill and final step once); the dashboard's 10 steps hold neither.
+    whole = start.replace("training.steps", predict(start).summary.steps_per_epoch)
+    assert predict(whole).summary.epoch_time_s * table.epochs_reported == pytest.approx(cell.predicted, rel=1e-9)

@@ -3,7 +3,7 @@
 The bottleneck is the largest piece of the step's **critical path**, the
 chain of costs that sets the step time in the deterministic steady-state
 model (:mod:`distsim.engines.steady`, and for asynchronous parameter servers
-the per-update costs of :func:`distsim.engines.prediction.async_costs`).
+the per-update costs of :func:`distsim.engines.costs.async_costs`).
 Its **share** is that piece's seconds divided by the step those pieces add
 up to (the closed-form step, not the simulated mean or median, which also
 hold stragglers' noise and queueing). The kinds, :data:`KINDS`:
@@ -19,7 +19,7 @@ hold stragglers' noise and queueing). The kinds, :data:`KINDS`:
   directions' bytes) or its per-message request handling, when every
   worker's transfers together keep it busier than a worker's own cycle;
 * ``ps_apply``: an asynchronous parameter server applying the pushed
-  gradients (:func:`distsim.engines.prediction.ps_apply_s`);
+  gradients (:func:`distsim.engines.costs.ps_apply_s`);
 * ``memory``: the synchronous optimizer update on the device, which is
   bound by memory bandwidth (``num_params x optimizer_bytes_per_param /
   memory_bandwidth_Bps``, :func:`distsim.engines.steady.update_s`).
@@ -55,6 +55,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from distsim.engines import steady
+from distsim.mechanics.stepcosts import StepCosts
 from distsim.mechanics.strategies import StrategyPlan
 from distsim.scenario import Scenario
 
@@ -113,12 +114,11 @@ def of_sync(scenario: Scenario, plan_: StrategyPlan, parts: steady.StepParts) ->
     return _warned(neck, scenario, sync=True)
 
 
-def of_async(scenario: Scenario, plan_: StrategyPlan, p: dict, costs) -> Bottleneck:
+def of_async(scenario: Scenario, plan_: StrategyPlan, p: StepCosts, costs) -> Bottleneck:
     """The bottleneck of an asynchronous PS scenario from its
-    :class:`~distsim.engines.prediction.AsyncCosts` ``costs`` (``p``: its
-    :func:`steady.model_params`). Workers are the typical (not straggler) worker."""
-    parts = steady.step_parts(p, p["training.global_batch"], plan_, scenario.cluster.device.kind,
-                              scenario.training.shard_policy)
+    :class:`~distsim.engines.costs.AsyncCosts` ``costs`` (``p``: its
+    :class:`~distsim.mechanics.stepcosts.StepCosts`). Workers are the typical (not straggler) worker."""
+    parts = steady.step_parts(p, p.global_batch, plan_)
     device = float(parts.overhead_s + parts.dispatch_s + parts.forward_s + parts.backward_s)
     worker = float(costs.compute_s)  # device work with the worker's input, overlapped under prefetch
     if plan_.prefetch:

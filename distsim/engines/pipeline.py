@@ -59,9 +59,9 @@ import numpy as np
 from distsim.mechanics.collectives import cost_model
 from distsim.results.result import Result, Summary
 from distsim.results.trace import EVENT_KINDS, Trace
-from distsim.scenario import Device, Link
+from distsim.scenario import Cluster, Device, Link
 from distsim.validation import (Boolean, InputError, InstanceOf, Integer, Number, OneOf, Optional, Text,
-                                check_fields, checked)
+                                check_fields, checked, default_of)
 
 #: Pipeline schedules :func:`simulate_pipeline` knows.
 SCHEDULES: tuple[str, ...] = ("naive", "gpipe", "1f1b")
@@ -300,7 +300,8 @@ class PipelineConfig:
     overhead_s: float = checked(_SECONDS, default=0.0)
     schedule: str = checked(OneOf(SCHEDULES), default="gpipe")
     param_copies: int = checked(_COUNT, default=2)
-    devices_share_cores: bool = checked(Boolean(), default=False)
+    # A cluster's default: each device is its own hardware (Cluster.physical_cores=None).
+    devices_share_cores: bool = checked(Boolean(), default=default_of(Cluster, "physical_cores") is not None)
     device_memory_bytes: float | None = checked(Optional(Number(0, low_open=True, unit="bytes"), "unknown"),
                                                 default=None)
 

@@ -45,8 +45,8 @@ The model, per step and per replica (all times in seconds):
   the update, one after another: latency-bound collectives of 4 bytes.
 
 :func:`step_model` gives the deterministic steady-state step time and the
-run's total time (:func:`run_time_s`: ``training.steps`` steps from a cold
-start, every epoch's fill and final step included, the one time that
+run's total time (:func:`run_time_s`: ``training.steps`` step-to-step
+intervals, every epoch's fill and final step included, the one time that
 throughput, the mean step and the epoch are defined from), vectorised over
 NumPy arrays of the numeric fields (the sweep uses it);
 :mod:`distsim.engines.timeline` simulates the same model step by step with
@@ -60,67 +60,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from distsim.mechanics import gradients, sharding
-from distsim.mechanics.communication import Communication, link_Bps
+from distsim.mechanics.communication import Communication
+from distsim.mechanics.stepcosts import StepCosts, step_costs
 from distsim.mechanics.strategies import StrategyPlan, plan
 from distsim.scenario import Scenario
 from distsim.validation import InputError
-
-#: Scenario fields the vectorised model reads (numeric; None becomes NaN).
-MODEL_FIELDS: tuple[str, ...] = (
-    "cluster.num_workers",
-    "cluster.devices_per_worker",
-    "cluster.physical_cores",
-    "cluster.host_input_speed",
-    "cluster.device.peak_flops",
-    "cluster.device.efficiency",
-    "cluster.device.memory_bandwidth_Bps",
-    "cluster.device.step_overhead_s",
-    "cluster.device.replica_dispatch_s",
-    "cluster.device.replica_variable_s",
-    "cluster.device.kernel_launch_s",
-    "workload.num_gradient_tensors",
-    "cluster.intra_link.bandwidth_Bps",
-    "cluster.intra_link.latency_s",
-    "cluster.inter_link.bandwidth_Bps",
-    "cluster.inter_link.latency_s",
-    "cluster.inter_link.request_s",
-    "cluster.intra_link.payload_fraction",
-    "cluster.intra_link.stack_bandwidth_Bps",
-    "cluster.inter_link.payload_fraction",
-    "cluster.inter_link.stack_bandwidth_Bps",
-    "cluster.straggler_cores",
-    "cluster.inter_link.full_duplex",
-    "workload.num_params",
-    "workload.bytes_per_param",
-    "workload.flops_per_sample",
-    "workload.compute_s_per_sample",
-    "workload.input_s_per_sample",
-    "workload.input_bytes_per_sample",
-    "workload.num_examples",
-    "workload.activation_bytes_per_sample",
-    "cluster.device.memory_bytes",
-    "cluster.device.activation_value_bytes",
-    "training.global_batch",
-    "training.drop_remainder",
-    "training.num_files",
-    "training.shuffle_buffer",
-    "training.input_threads",
-    "training.num_buckets",
-    "training.optimizer_bytes_per_param",
-    "training.metric_values",
-)
-
-
-def model_params(scenario: Scenario) -> dict[str, np.ndarray]:
-    """The :data:`MODEL_FIELDS` of a scenario as 0-d float arrays."""
-    out = {}
-    for path in MODEL_FIELDS:
-        value = scenario
-        for part in path.split("."):
-            value = getattr(value, part)
-        out[path] = np.asarray(np.nan if value is None else float(value))
-    return out
-
 
 def ceil_div(a, b):
     return -(-np.asarray(a) // np.asarray(b))
@@ -159,13 +103,13 @@ class Collectives:
         return cls(Communication.of(scenario, plan_), scenario.training, gradients.tensor_stream(scenario.workload),
                    float(scenario.workload.gradient_bytes), scenario.training.backup_workers > 0)
 
-    def duration_s(self, p: dict, message_bytes) -> np.ndarray:
+    def duration_s(self, p: StepCosts, message_bytes) -> np.ndarray:
         """Seconds of one collective's part that the gradients wait for."""
         return self.comm.push_s(p, message_bytes)
 
-    def pull_s(self, p: dict) -> np.ndarray:
+    def pull_s(self, p: StepCosts) -> np.ndarray:
         """A parameter server's pull of all variables after the step's pushes (0 otherwise)."""
-        return self.comm.pull_s(p, p["workload.num_params"] * p["workload.bytes_per_param"])
+        return self.comm.pull_s(p, p.gradient_bytes)
 
     @property
     def fused(self) -> bool:
@@ -178,7 +122,7 @@ class Collectives:
         to its own PS task (see :func:`distsim.mechanics.communication.sharded_ps_exchange`)."""
         return self.comm.two_level_ps and self.training.grouping == "per_tensor" and not self.backup_workers
 
-    def sharded_exchange_s(self, p: dict, launch_s: list):
+    def sharded_exchange_s(self, p: StepCosts, launch_s: list):
         """(end of the last push, the pull after it) for tensors ready at ``launch_s``."""
         return self.comm.sharded_exchange_s(p, launch_s, self.stream.share, self.stream.share[::-1],
                                             self.gradient_bytes)
@@ -195,11 +139,11 @@ class Collectives:
         return gradients.fusion_groups(ready_s, self.stream.share, self.gradient_bytes, t.fusion_cycle_s,
                                        t.fusion_threshold_bytes)
 
-    def chain_s(self, p: dict, backward_s) -> np.ndarray:
+    def chain_s(self, p: StepCosts, backward_s) -> np.ndarray:
         """Seconds from the start of the backward pass until the last
         collective ends, with every replica's backward taking ``backward_s``
         (arrays broadcast over a sweep)."""
-        grad = p["workload.num_params"] * p["workload.bytes_per_param"]
+        grad = p.gradient_bytes
         bwd = np.asarray(backward_s, dtype=float)
         if self.sharded:
             push_end, pull = self.sharded_exchange_s(p, [r * bwd for r in self.stream.ready])
@@ -219,21 +163,21 @@ class Collectives:
         for value in np.unique(bwd_b):  # the buffers depend on the backward pass's length
             rows = bwd_b == value
             launch, share = self.fused_groups(self.stream.ready * value)
-            sub = {k: np.broadcast_to(v, out.shape)[rows] for k, v in p.items()}
-            grad_rows = sub["workload.num_params"] * sub["workload.bytes_per_param"]
+            sub = p.rows(out.shape, rows)
+            grad_rows = sub.gradient_bytes
             out[rows] = gradients.serial_chain_end(list(launch), [self.duration_s(sub, s * grad_rows) for s in share])
         return out + pull
 
 
-def metric_comm_s(p: dict, comm: Communication) -> np.ndarray:
+def metric_comm_s(p: StepCosts, comm: Communication) -> np.ndarray:
     """Seconds of the per-step metric all-reduces: ``metric_values`` 4-byte
     all-reduces one after another with the gradient's schedule, when the
     replicas span several worker processes (multi_worker_mirrored); 0
     otherwise."""
-    one_process = np.all(p["cluster.num_workers"] == 1)
+    one_process = np.all(p.num_workers == 1)
     if comm.plan.strategy != "multi_worker_mirrored" or comm.plan.algorithm is None or one_process:
-        return np.zeros_like(p["training.metric_values"])
-    return p["training.metric_values"] * comm.time_s(p, 4.0)
+        return np.zeros_like(p.metric_values)
+    return p.metric_values * comm.time_s(p, 4.0)
 
 
 # ------------------------------------------------------------------ host and compute
@@ -285,23 +229,23 @@ class StepParts:
         return np.where(self.comm_chain_s > 0, np.maximum(self.comm_chain_s - self.backward_s, 0.0), 0.0)
 
 
-def shares_cores(p: dict, device_kind: str) -> np.ndarray:
+def shares_cores(p: StepCosts) -> np.ndarray:
     """Whether a worker's replicas share its physical cores (CPU devices with
     ``physical_cores`` set) rather than each having its own hardware."""
-    return (device_kind == "cpu") & ~np.isnan(p["cluster.physical_cores"])
+    return (p.device_kind == "cpu") & ~np.isnan(p.physical_cores)
 
 
-def _worker_cores(p: dict, device_kind: str) -> np.ndarray:
+def _worker_cores(p: StepCosts) -> np.ndarray:
     """Physical cores of a worker whose replicas share them; 1 (one device's own hardware) otherwise."""
-    return np.where(shares_cores(p, device_kind), p["cluster.physical_cores"], 1.0)
+    return np.where(shares_cores(p), p.physical_cores, 1.0)
 
 
-def seconds_per_example(p: dict, device_kind: str) -> np.ndarray:
+def seconds_per_example(p: StepCosts) -> np.ndarray:
     """Compute seconds per example on one replica running alone on its
     hardware: all of the worker's cores for CPU devices that share them."""
-    measured = p["workload.compute_s_per_sample"]
-    derived = p["workload.flops_per_sample"] / (p["cluster.device.peak_flops"] * p["cluster.device.efficiency"])
-    return np.where(np.isnan(measured), derived, measured) / _worker_cores(p, device_kind)
+    measured = p.compute_s_per_sample
+    derived = p.flops_per_sample / (p.peak_flops * p.device_efficiency)
+    return np.where(np.isnan(measured), derived, measured) / _worker_cores(p)
 
 
 #: Kernels one replica launches per step, per gradient tensor: forward, backward, its collective, its
@@ -309,41 +253,39 @@ def seconds_per_example(p: dict, device_kind: str) -> np.ndarray:
 KERNELS_PER_TENSOR = 4
 
 
-def launch_s(p: dict) -> np.ndarray:
+def launch_s(p: StepCosts) -> np.ndarray:
     """Host seconds per step launching the kernels of a worker's other
     replicas, overlapped with compute: a replica's compute lasts at least this
     long (``data/reference/RULES.md`` rule 16; one replica's launches are in
     ``step_overhead_s``)."""
-    others = p["cluster.devices_per_worker"] - 1
-    return others * KERNELS_PER_TENSOR * p["workload.num_gradient_tensors"] * p["cluster.device.kernel_launch_s"]
+    others = p.devices_per_worker - 1
+    return others * KERNELS_PER_TENSOR * p.num_gradient_tensors * p.kernel_launch_s
 
 
-def host_slowdown(p: dict, device_kind: str) -> np.ndarray:
+def host_slowdown(p: StepCosts) -> np.ndarray:
     """How much slower a worker's single-threaded host work runs: ``1 /
     physical_cores`` when its process has less than one core, else 1."""
-    return 1.0 / np.minimum(_worker_cores(p, device_kind), 1.0)
+    return 1.0 / np.minimum(_worker_cores(p), 1.0)
 
 
-def straggler_params(p: dict) -> dict:
+def straggler_costs(p: StepCosts) -> StepCosts:
     """``p`` for the last worker: its cores are ``cluster.straggler_cores``
     where one is set (a CPU-quota straggler), else unchanged."""
-    slow = dict(p)
-    straggler = p["cluster.straggler_cores"]
-    slow["cluster.physical_cores"] = np.where(np.isnan(straggler), p["cluster.physical_cores"], straggler)
-    return slow
+    straggler = p.straggler_cores
+    return p.replace(physical_cores=np.where(np.isnan(straggler), p.physical_cores, straggler))
 
 
-def host_costs_s(p: dict, plan_: StrategyPlan, device_kind: str) -> tuple[np.ndarray, np.ndarray]:
+def host_costs_s(p: StepCosts, plan_: StrategyPlan) -> tuple[np.ndarray, np.ndarray]:
     """The worker host's seconds per step: (fixed overhead, dispatch of each replica).
 
     Both run ``host_slowdown`` times slower on less than one core. A strategy
     with one central copy of the variables (central_storage) moves the
     variables' share of the dispatch from every replica to the overhead.
     """
-    slow = host_slowdown(p, device_kind)
-    once = p["cluster.device.replica_variable_s"] if plan_.strategy == "central_storage" else 0.0
-    overhead = (p["cluster.device.step_overhead_s"] + once) * slow
-    dispatch = (p["cluster.device.replica_dispatch_s"] - once) * slow
+    slow = host_slowdown(p)
+    once = p.replica_variable_s if plan_.strategy == "central_storage" else 0.0
+    overhead = (p.step_overhead_s + once) * slow
+    dispatch = (p.replica_dispatch_s - once) * slow
     return overhead, dispatch
 
 
@@ -360,26 +302,25 @@ def dispatch_wait_s(local, dispatch, compute, shared) -> np.ndarray:
     return np.where(shared, flow_end - compute, local * dispatch)
 
 
-def input_s(p: dict, global_examples, shard_policy: str, device_kind: str) -> np.ndarray:
+def input_s(p: StepCosts, global_examples) -> np.ndarray:
     """A worker host's input time for a step of ``global_examples``: reading
     them (its own share unless DATA sharding), and copying a replica's batch
     to its accelerator."""
-    workers = p["cluster.num_workers"]
-    replicas = workers * p["cluster.devices_per_worker"]
-    read = np.where((workers == 1) | (shard_policy == "DATA"), global_examples, ceil_div(global_examples, workers))
-    host_s = read * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
+    workers = p.num_workers
+    replicas = workers * p.devices_per_worker
+    read = np.where((workers == 1) | (p.shard_policy == "DATA"), global_examples, ceil_div(global_examples, workers))
+    host_s = read * p.input_s_per_sample / (p.host_input_speed * p.input_threads)
     batch = ceil_div(global_examples, replicas)
-    copy_s = 0.0 if device_kind == "cpu" else batch * p["workload.input_bytes_per_sample"] / link_Bps(p, "intra_link")
+    copy_s = 0.0 if p.device_kind == "cpu" else batch * p.input_bytes_per_sample / p.intra_Bps
     return host_s + copy_s
 
 
-def update_s(p: dict) -> np.ndarray:
+def update_s(p: StepCosts) -> np.ndarray:
     """The optimizer update on the device: its bytes over memory bandwidth."""
-    return p["workload.num_params"] * p["training.optimizer_bytes_per_param"] / p["cluster.device.memory_bandwidth_Bps"]
+    return p.num_params * p.optimizer_bytes_per_param / p.memory_bandwidth_Bps
 
 
-def critical_replica(p: dict, global_examples, device_kind: str, dispatch, collectives: Collectives | None,
-                     worker=0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def critical_replica(p: StepCosts, global_examples, dispatch, collectives: Collectives | None, worker=0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(end, start, compute, comm chain) of the replica of ``worker`` whose
     end ends its part of the step (times from the end of its host's overhead).
 
@@ -391,14 +332,14 @@ def critical_replica(p: dict, global_examples, device_kind: str, dispatch, colle
     worker ends at the latest of those three: ``start + forward +
     max(backward, chain)``. Backup workers: :func:`_backup_critical`.
     """
-    workers, local = p["cluster.num_workers"], p["cluster.devices_per_worker"]
+    workers, local = p.num_workers, p.devices_per_worker
     examples = np.asarray(global_examples, dtype=float)
     chunk = ceil_div(examples, workers * local).astype(float)
     first = worker * local  # the worker's first replica
     full = np.clip(examples // chunk - first, 0, local)  # its replicas with a whole chunk
     index = [np.maximum(full - 1.0, 0.0), np.minimum(full, local - 1.0), local - 1.0]
-    per_example, launch = seconds_per_example(p, device_kind), launch_s(p)
-    shared = shares_cores(p, device_kind)
+    per_example, launch = seconds_per_example(p), launch_s(p)
+    shared = shares_cores(p)
     best = None
     ends_before = 0.0  # on shared cores: when the previous candidate's compute ends (the flow shop's E_j)
     previous = -1.0
@@ -422,33 +363,31 @@ def critical_replica(p: dict, global_examples, device_kind: str, dispatch, colle
     return best
 
 
-def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, shard_policy: str,
-               collectives: Collectives | None = None, metric_comm=0.0, straggler: dict | None = None) -> StepParts:
+def step_parts(p: StepCosts, global_examples, plan_: StrategyPlan, collectives: Collectives | None = None,
+               metric_comm=0.0, straggler: StepCosts | None = None) -> StepParts:
     """Costs of one step that carries ``global_examples`` examples, of the
     worker that ends it: worker 0 (the largest batches) or, with
-    ``straggler`` (the last worker's params, :func:`straggler_params`), the
+    ``straggler`` (the last worker's costs, :func:`straggler_costs`), the
     last worker."""
-    workers = p["cluster.num_workers"]
-    local = p["cluster.devices_per_worker"]
+    workers = p.num_workers
+    local = p.devices_per_worker
     b = ceil_div(global_examples, workers * local).astype(float)
     if collectives is not None and collectives.backup_workers:
-        overhead, start, compute, chain, host = _backup_critical(p, straggler, global_examples, plan_, device_kind,
-                                                                 collectives)
+        overhead, start, compute, chain, host = _backup_critical(p, straggler, global_examples, plan_, collectives)
     else:
         last = int(np.unique(workers).item()) - 1
         candidates = [(p, 0)] if straggler is None else [(straggler, last)] + ([(p, 0)] if last else [])
         best = None
         for q_params, worker in candidates:
-            overhead, dispatch = host_costs_s(q_params, plan_, device_kind)
-            end, start, compute, chain = critical_replica(q_params, global_examples, device_kind, dispatch,
-                                                          collectives, worker)
+            overhead, dispatch = host_costs_s(q_params, plan_)
+            end, start, compute, chain = critical_replica(q_params, global_examples, dispatch, collectives, worker)
             end = overhead + np.maximum(end, local * dispatch)
             row = (end, overhead, local * dispatch, start, compute, chain)
             best = row if best is None else tuple(np.where(end > best[0], new, old) for new, old in zip(row, best))
         _, overhead, host, start, compute, chain = best
     return StepParts(
         replica_batch=b,
-        input_s=input_s(p, global_examples, shard_policy, device_kind) * np.ones_like(b),
+        input_s=input_s(p, global_examples) * np.ones_like(b),
         overhead_s=overhead * np.ones_like(b),
         dispatch_s=start * np.ones_like(b),
         forward_s=compute / 3 * np.ones_like(b),
@@ -460,7 +399,7 @@ def step_parts(p: dict, global_examples, plan_: StrategyPlan, device_kind: str, 
     )
 
 
-def _backup_critical(p: dict, straggler: dict | None, global_examples, plan_: StrategyPlan, device_kind: str,
+def _backup_critical(p: StepCosts, straggler: StepCosts | None, global_examples, plan_: StrategyPlan,
                      collectives: Collectives) -> tuple[np.ndarray, ...]:
     """(overhead, start, compute, comm chain, host dispatch) of a step with
     backup workers: the step sums the gradients of the first ``N - b``
@@ -472,16 +411,15 @@ def _backup_critical(p: dict, straggler: dict | None, global_examples, plan_: St
     dispatched by then updates once dispatched: ``host dispatch`` is the
     last host's dispatch end, counted from the critical replica's host's
     overhead end."""
-    workers = int(np.unique(p["cluster.num_workers"]).item())
-    local = int(np.unique(p["cluster.devices_per_worker"]).item())
+    workers = int(np.unique(p.num_workers).item())
+    local = int(np.unique(p.devices_per_worker).item())
     examples = np.asarray(global_examples, dtype=float)
     chunk = ceil_div(examples, workers * local).astype(float)
     columns: list[tuple[np.ndarray, ...]] = []  # per replica: overhead, start, compute, the host's dispatch end
     for w in range(workers):
         q_params = straggler if straggler is not None and w == workers - 1 else p
-        overhead, dispatch = host_costs_s(q_params, plan_, device_kind)
-        per_example, launch, shared = (seconds_per_example(q_params, device_kind), launch_s(q_params),
-                                       shares_cores(q_params, device_kind))
+        overhead, dispatch = host_costs_s(q_params, plan_)
+        per_example, launch, shared = seconds_per_example(q_params), launch_s(q_params), shares_cores(q_params)
         previous_end = None
         for j in range(local):
             q = np.maximum(np.clip(examples - (w * local + j) * chunk, 0.0, chunk) * per_example, launch)
@@ -506,48 +444,48 @@ def step_time_s(parts: StepParts, prefetch) -> np.ndarray:
     return np.where(prefetch, np.maximum(parts.input_s, parts.device_s), parts.input_s + parts.device_s)
 
 
-def fill_s(p: dict, prefetch, shard_policy: str) -> np.ndarray:
+def fill_s(p: StepCosts, prefetch) -> np.ndarray:
     """Seconds the first batch of an epoch waits for the shuffle buffer to
     fill (only exposed with prefetch; without it those reads are part of
     the per-step input time). A worker's buffer holds at most its stream:
     the whole dataset under DATA and OFF, its files under FILE."""
-    workers = int(np.unique(p["cluster.num_workers"]).item())
-    if shard_policy == "FILE":
+    workers = int(np.unique(p.num_workers).item())
+    if p.shard_policy == "FILE":
         # Worker 0 holds the most files and the most examples.
-        stream = sharding.stream_lengths(p["workload.num_examples"], workers, shard_policy, p["training.num_files"],
-                                         workers=0).reshape(np.shape(p["workload.num_examples"]))
+        stream = sharding.stream_lengths(p.num_examples, workers, p.shard_policy, p.num_files,
+                                         workers=0).reshape(np.shape(p.num_examples))
     else:
-        stream = p["workload.num_examples"]
-    reads = np.minimum(p["training.shuffle_buffer"], stream)
-    t = reads * p["workload.input_s_per_sample"] / (p["cluster.host_input_speed"] * p["training.input_threads"])
+        stream = p.num_examples
+    reads = np.minimum(p.shuffle_buffer, stream)
+    t = reads * p.input_s_per_sample / (p.host_input_speed * p.input_threads)
     return np.where(prefetch, t, 0.0)
 
 
 def run_time_s(full: StepParts, last: StepParts, steps_per_epoch, fill, prefetch: bool, steps: int) -> np.ndarray:
-    """Total simulated time of a run of ``steps`` steps, seconds: from its
-    cold start (nothing read yet) until its last step ends.
+    """Total simulated time of a run of ``steps`` steps, seconds: from the
+    start of its first step until the start of the step after its last
+    (:func:`distsim.engines.timeline.run_time_s`), so each step counts one
+    step-to-step interval.
 
     The steps follow the epoch (``steps_per_epoch - 1`` full steps, then the
-    final one, ``last``; cycled), and every epoch's first batch waits for the
-    shuffle ``fill``. Without prefetch each step is its input then its device
-    work. With prefetch the host reads step k's batch once it has read step
-    k-1's and that step's devices have started, so step k's host start is
-    step k-1's plus ``max(input_k + fill_k, device_{k-1})`` (the first step's:
-    its input and fill, nothing to overlap), and the run ends one device time
-    after the last host start. Both are sums over step kinds, counted here.
+    final one, ``last``; cycled from an epoch's first), and every epoch's
+    first batch waits for the shuffle ``fill``. Without prefetch a step is
+    its input then its device work. With prefetch the host reads step k's
+    batch while step k-1's devices run, so step k starts ``max(input_k +
+    fill_k, device_{k-1})`` after step k-1. The intervals are counted by
+    kind; a run of whole epochs is that many times
+    the steady epoch of :func:`distsim.engines.steady.step_model`'s parts.
     """
     n, S = int(steps), np.asarray(steps_per_epoch)
     finals = n // S  # steps in [0, n) that end an epoch (all of them when S == 1)
     if not prefetch:
         return (n - finals) * (full.input_s + full.device_s) + finals * (last.input_s + last.device_s)
-    first_input = np.where(S == 1, last.input_s, full.input_s) + fill
-    openers = (n - 1) // S  # epoch-opening steps after the first
-    closers = np.where(S == 1, 0, finals)  # epoch-ending steps after the first (S == 1: they are openers)
-    middle = np.where(S == 1, 0, n - 1 - openers - finals)
-    final_device = np.where((n - 1) % S == S - 1, last.device_s, full.device_s)
-    return (first_input + openers * np.maximum(first_input, last.device_s)
-            + middle * np.maximum(full.input_s, full.device_s) + closers * np.maximum(last.input_s, full.device_s)
-            + final_device)
+    opener = np.where(S == 1, last.input_s, full.input_s) + fill
+    openers = n // S  # steps k in [1, n] that open an epoch
+    closers = np.where(S == 1, 0, (n + 1) // S)  # k in [1, n] that end one (S == 1: they are the openers)
+    middle = np.where(S == 1, 0, n - openers - closers)
+    return (openers * np.maximum(opener, last.device_s) + middle * np.maximum(full.input_s, full.device_s)
+            + closers * np.maximum(last.input_s, full.device_s))
 
 
 def run_steps(steps_per_epoch, steps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -556,16 +494,17 @@ def run_steps(steps_per_epoch, steps: int) -> tuple[np.ndarray, np.ndarray]:
     return int(steps) - finals, finals
 
 
-def epoch_plan(p: dict, shard_policy: str) -> sharding.Epoch:
+def epoch_plan(p: StepCosts) -> sharding.Epoch:
     """The epoch's steps, examples and final-step size (:func:`distsim.mechanics.sharding.epoch`)."""
-    workers = int(np.unique(p["cluster.num_workers"]).item())
-    local = int(np.unique(p["cluster.devices_per_worker"]).item())
-    files = p["training.num_files"] if shard_policy == "FILE" else None
-    shape = sharding.epoch(p["workload.num_examples"], p["training.global_batch"], workers, local,
-                           p["training.drop_remainder"] > 0, shard_policy, files)
+    workers = int(np.unique(p.num_workers).item())
+    local = int(np.unique(p.devices_per_worker).item())
+    shard_policy = p.shard_policy
+    files = p.num_files if shard_policy == "FILE" else None
+    shape = sharding.epoch(p.num_examples, p.global_batch, workers, local,
+                           p.drop_remainder > 0, shard_policy, files)
     empty = np.asarray(shape.steps == 0)
     if empty.any():
-        batch = np.broadcast_to(p["training.global_batch"], empty.shape)[empty].ravel()[0]
+        batch = np.broadcast_to(p.global_batch, empty.shape)[empty].ravel()[0]
         raise InputError("training.global_batch", int(batch), "at most the examples of the longest worker's stream "
                          f"under {shard_policy} sharding when drop_remainder is true (otherwise an epoch has no step)")
     return shape
@@ -575,8 +514,8 @@ def epoch_plan(p: dict, shard_policy: str) -> sharding.Epoch:
 class ModelOutput:
     """Deterministic predictions of :func:`step_model` (arrays).
 
-    The summary numbers share one time, the run's: ``training.steps`` steps
-    from a cold start (:func:`run_time_s`), as :func:`distsim.predict`
+    The summary numbers share one time, the run's: ``training.steps``
+    step-to-step intervals (:func:`run_time_s`), as :func:`distsim.predict`
     simulates them. Throughput is the examples the run's steps aggregate over
     that time, the mean step that time over the steps, and an epoch
     ``steps_per_epoch`` mean steps.
@@ -623,25 +562,24 @@ class ModelOutput:
         return self.throughput_samples_per_s / self.strong_baseline_throughput_samples_per_s
 
 
-def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
+def step_model(scenario: Scenario, p: StepCosts | None = None) -> ModelOutput:
     """Closed-form steady-state step and epoch times of ``scenario``, for
     every entry of the (broadcast) numeric arrays in ``p`` (default: the
-    scenario's own :func:`model_params`). The replica layout comes from the
+    scenario's own :func:`step_costs`). The replica layout comes from the
     scenario (the sweep groups rows by it), because the collectives depend
     on it."""
-    p = model_params(scenario) if p is None else p
+    p = step_costs(scenario) if p is None else p
     plan_ = plan(scenario)
-    kind, policy = scenario.cluster.device.kind, scenario.training.shard_policy
     collectives = Collectives.of(scenario, plan_)
     metrics = metric_comm_s(p, Communication.of(scenario, plan_))
-    batch = p["training.global_batch"]
+    batch = p.global_batch
     # Every worker waits for the slowest one (the straggler, when there is one) at the collectives.
-    slowest = straggler_params(p)
-    parts = step_parts(p, batch, plan_, kind, policy, collectives, metrics, straggler=slowest)
-    shape = epoch_plan(p, policy)
-    last_parts = step_parts(p, shape.last_examples, plan_, kind, policy, collectives, metrics, straggler=slowest)
+    slowest = straggler_costs(p)
+    parts = step_parts(p, batch, plan_, collectives, metrics, straggler=slowest)
+    shape = epoch_plan(p)
+    last_parts = step_parts(p, shape.last_examples, plan_, collectives, metrics, straggler=slowest)
     steps = scenario.training.steps
-    run = run_time_s(parts, last_parts, shape.steps, fill_s(p, plan_.prefetch, policy), plan_.prefetch, steps)
+    run = run_time_s(parts, last_parts, shape.steps, fill_s(p, plan_.prefetch), plan_.prefetch, steps)
     n_full, n_final = run_steps(shape.steps, steps)
     examples = (n_full * batch + n_final * shape.last_examples) * aggregated_share(scenario)
     mean_step = run / steps
@@ -651,8 +589,8 @@ def step_model(scenario: Scenario, p: dict | None = None) -> ModelOutput:
         epoch_time_s=shape.steps * mean_step,
         steps_per_epoch=shape.steps,
         throughput_samples_per_s=examples / run,
-        baseline_throughput_samples_per_s=_one_device_throughput(p, parts.replica_batch, plan_, kind, policy, steps),
-        strong_baseline_throughput_samples_per_s=_one_device_throughput(p, batch, plan_, kind, policy, steps),
+        baseline_throughput_samples_per_s=_one_device_throughput(p, parts.replica_batch, plan_, steps),
+        strong_baseline_throughput_samples_per_s=_one_device_throughput(p, batch, plan_, steps),
         parts=parts,
         run_time_s=run,
         mean_step_time_s=mean_step,
@@ -673,25 +611,21 @@ def aggregated_share(scenario: Scenario) -> float:
     return (n - scenario.training.backup_workers) / n
 
 
-def one_device_params(p: dict, batch) -> dict:
+def one_device_costs(p: StepCosts, batch) -> StepCosts:
     """``p`` for one device of the same kind on the same host (one worker,
     one device, no straggler) running ``batch`` examples per step."""
-    one = dict(p)
-    one["cluster.num_workers"] = np.ones_like(p["cluster.num_workers"])
-    one["cluster.devices_per_worker"] = np.ones_like(p["cluster.devices_per_worker"])
-    one["training.global_batch"] = np.asarray(batch, dtype=float)
-    return one
+    return p.replace(num_workers=np.ones_like(p.num_workers), devices_per_worker=np.ones_like(p.devices_per_worker),
+                     global_batch=np.asarray(batch, dtype=float))
 
 
-def _one_device_throughput(p: dict, batch, plan_: StrategyPlan, device_kind: str, shard_policy: str,
-                           steps: int) -> np.ndarray:
+def _one_device_throughput(p: StepCosts, batch, plan_: StrategyPlan, steps: int) -> np.ndarray:
     """Examples/s of one device of the same kind on the same host running
     ``batch`` examples per step through the same input pipeline, for a run
     of ``steps`` steps of its own epoch (:func:`run_time_s`)."""
-    one = one_device_params(p, batch)
-    shape = epoch_plan(one, shard_policy)
-    full = step_parts(one, batch, plan_, device_kind, shard_policy)
-    last = step_parts(one, shape.last_examples, plan_, device_kind, shard_policy)
-    run = run_time_s(full, last, shape.steps, fill_s(one, plan_.prefetch, shard_policy), plan_.prefetch, steps)
+    one = one_device_costs(p, batch)
+    shape = epoch_plan(one)
+    full = step_parts(one, batch, plan_)
+    last = step_parts(one, shape.last_examples, plan_)
+    run = run_time_s(full, last, shape.steps, fill_s(one, plan_.prefetch), plan_.prefetch, steps)
     n_full, n_final = run_steps(shape.steps, steps)
     return (n_full * np.asarray(batch, dtype=float) + n_final * shape.last_examples) / run

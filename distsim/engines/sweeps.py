@@ -29,7 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from distsim.engines import steady
-from distsim.engines.prediction import async_costs
+from distsim.engines.costs import MODEL_FIELDS, StepCosts, async_costs, step_costs
 from distsim.mechanics import memory
 from distsim.mechanics.strategies import plan
 from distsim.scenario import Scenario, limits, require_scenario, rules
@@ -119,7 +119,7 @@ def sweep(scenario: Scenario, over: Mapping[str, Any]) -> SweepTable:
             :data:`~distsim.scenario.limits.MAX_SWEEP_ROWS`.
     """
     keys, values = _checked_grid(require_scenario(scenario), over)
-    numeric = [k for k in keys if k in steady.MODEL_FIELDS and k not in _GROUP_FIELDS and _all_numbers(values[k])]
+    numeric = [k for k in keys if k in MODEL_FIELDS and k not in _GROUP_FIELDS and _all_numbers(values[k])]
     structural = [k for k in keys if k not in numeric]
     for k in numeric:
         rule, integers = rule_at(scenario, k), all(isinstance(x, (int, np.integer)) for x in values[k])
@@ -135,11 +135,9 @@ def sweep(scenario: Scenario, over: Mapping[str, Any]) -> SweepTable:
         scn = scenario
         for k, i in zip(structural, grid[rows[0], struct_cols]):
             scn = scn.replace(k, values[k][i])
-        p = steady.model_params(scn)
-        for k in numeric:
-            p[k] = np.asarray(values[k], dtype=float)[grid[rows, keys.index(k)]]
-        p = {k: np.broadcast_to(v, (len(rows),)).astype(float) for k, v in p.items()}
-        rules.check_scenario(lambda path, p=p, scn=scn: p[path] if path in numeric else scn.value_at(path))
+        varied = {k: np.asarray(values[k], dtype=float)[grid[rows, keys.index(k)]] for k in numeric}
+        p = step_costs(scn, varied).broadcast((len(rows),))
+        rules.check_scenario(lambda path, p=p, scn=scn: p.value_at(path) if path in numeric else scn.value_at(path))
         for name, col in _evaluate(scn, p).items():
             out[name][rows] = col
     columns = {k: np.asarray(values[k], dtype=float if _all_numbers(values[k]) else object)[grid[:, j]]
@@ -166,7 +164,7 @@ def _checked_grid(scenario: Scenario, over: Any) -> tuple[list[str], dict[str, l
                              "rows (the product of the list lengths)")
         values[key] = list(vals)
         rule_at(scenario, key)  # an unknown path fails here, before any work
-        if key in _GROUP_FIELDS or key not in steady.MODEL_FIELDS or not _all_numbers(values[key]):
+        if key in _GROUP_FIELDS or key not in MODEL_FIELDS or not _all_numbers(values[key]):
             seen: dict = {}
             for v in values[key]:
                 seen.setdefault(repr(v), v)
@@ -180,13 +178,12 @@ def _all_numbers(vals: list) -> bool:
                for v in vals)
 
 
-def _evaluate(scn: Scenario, p: dict) -> dict[str, np.ndarray]:
+def _evaluate(scn: Scenario, p: StepCosts) -> dict[str, np.ndarray]:
     plan_ = plan(scn)
-    kind, policy = scn.cluster.device.kind, scn.training.shard_policy
-    replicas = np.full(len(p["training.global_batch"]), float(scn.num_replicas))
+    replicas = np.full(len(p.global_batch), float(scn.num_replicas))
     model = steady.step_model(scn, p)
     if plan_.mode == "async":
-        costs = async_costs(p, plan_, kind, policy)
+        costs = async_costs(p, plan_)
         transfers = costs.pull_s + costs.push_s
         # Workers are independent until the PS saturates (the last may be a straggler).
         free_rate = (replicas - 1) / (transfers + costs.compute_s) + 1 / (transfers + costs.straggler_compute_s)
@@ -197,12 +194,12 @@ def _evaluate(scn: Scenario, p: dict) -> dict[str, np.ndarray]:
             "step_time_s": replicas / rate,
             "throughput_samples_per_s": throughput,
             "comm_fraction": (costs.push_s + costs.pull_s) * rate / replicas,
-            "epoch_time_s": p["workload.num_examples"] / throughput,
-            "steps_per_epoch": -(-p["workload.num_examples"] // costs.worker_batch),
+            "epoch_time_s": p.num_examples / throughput,
+            "steps_per_epoch": -(-p.num_examples // costs.worker_batch),
         }
     else:
         throughput = model.throughput_samples_per_s
-        footprint = memory.footprint(p, scn.strategy.name, -(-p["training.global_batch"] // replicas))
+        footprint = memory.footprint(p, scn.strategy.name, -(-p.global_batch // replicas))
         out = {
             "step_time_s": model.mean_step_time_s,
             "throughput_samples_per_s": throughput,

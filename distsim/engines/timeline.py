@@ -28,6 +28,7 @@ from distsim.engines import steady
 from distsim.mechanics import sharding, stragglers
 from distsim.mechanics.communication import Communication
 from distsim.mechanics.gradients import serial_chain
+from distsim.mechanics.stepcosts import StepCosts, step_costs
 from distsim.mechanics.strategies import plan
 from distsim.results.trace import EVENT_KINDS, Trace
 from distsim.scenario import Scenario, limits
@@ -52,6 +53,9 @@ class Timeline:
         epoch_start: whether each step starts an epoch.
         shown_replicas: global indices of the replicas in the trace.
         num_replicas: replicas simulated.
+        run_time_s: the run's total simulated time, seconds: from the start
+            of its first step to the start of the step after its last
+            (:func:`run_time_s`).
     """
 
     trace: Trace
@@ -61,17 +65,18 @@ class Timeline:
     epoch_start: np.ndarray
     shown_replicas: np.ndarray
     num_replicas: int
+    run_time_s: float = 0.0
 
 
-def step_sizes(scenario: Scenario, p: dict) -> tuple[np.ndarray, np.ndarray]:
+def step_sizes(scenario: Scenario, p: StepCosts, steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Global examples in each simulated step (the epoch's sequence: full
-    steps, then its final step; cycled), and which steps open an epoch.
+    steps, then its final step; cycled), and which steps open an epoch, for
+    ``steps`` steps (default ``training.steps``).
     The global batch is ``p``'s (a one-device baseline runs another)."""
-    t = scenario.training
-    shape = steady.epoch_plan(p, t.shard_policy)
+    shape = steady.epoch_plan(p)
     per_epoch, last = int(shape.steps), int(shape.last_examples)
-    position = np.arange(t.steps) % per_epoch
-    return np.where(position == per_epoch - 1, last, int(p["training.global_batch"])), position == 0
+    position = np.arange(scenario.training.steps if steps is None else steps) % per_epoch
+    return np.where(position == per_epoch - 1, last, int(p.global_batch)), position == 0
 
 
 def shown_replicas(workers: int, local: int) -> np.ndarray:
@@ -108,7 +113,7 @@ class _Setup:
     """Everything a step needs that does not change between steps."""
 
     scenario: Scenario
-    p: dict
+    p: StepCosts
     prefetch: bool
     workers: int
     local: int
@@ -129,18 +134,17 @@ class _Setup:
     local_index: np.ndarray
 
     @classmethod
-    def of(cls, scenario: Scenario) -> "_Setup":
+    def of(cls, scenario: Scenario, costs: StepCosts | None = None) -> "_Setup":
         plan_ = plan(scenario)
         if plan_.mode != "sync":
             raise ValueError(f"strategy mode={plan_.mode!r}; simulate() handles 'sync' (use distsim.predict for async)")
         c, t = scenario.cluster, scenario.training
-        p = steady.model_params(scenario)
-        kind = c.device.kind
+        p = step_costs(scenario) if costs is None else costs
         # Per replica: the last worker's replicas may have a straggler's cores.
         worker_of = np.repeat(np.arange(c.num_workers), c.devices_per_worker)
         slow = worker_of == c.num_workers - 1
-        per_worker = [(float(steady.seconds_per_example(q, kind)), *(float(x) for x in steady.host_costs_s(q, plan_, kind)))
-                      for q in (p, steady.straggler_params(p))]
+        per_worker = [(float(steady.seconds_per_example(q)), *(float(x) for x in steady.host_costs_s(q, plan_)))
+                      for q in (p, steady.straggler_costs(p))]
         per_example, overhead, dispatch = (np.where(slow, per_worker[1][i], per_worker[0][i]) for i in range(3))
         collectives = steady.Collectives.of(scenario, plan_)
         ready = duration = None
@@ -151,10 +155,10 @@ class _Setup:
         return cls(
             scenario=scenario, p=p, prefetch=plan_.prefetch, workers=c.num_workers, local=c.devices_per_worker,
             replicas=scenario.num_replicas, collectives=collectives,
-            per_example_s=per_example, shared=bool(steady.shares_cores(p, kind)),
+            per_example_s=per_example, shared=bool(steady.shares_cores(p)),
             overhead_s=overhead, dispatch_s=dispatch, update_s=float(steady.update_s(p)),
             metric_s=float(steady.metric_comm_s(p, Communication.of(scenario, plan_))),
-            fill_s=float(steady.fill_s(p, plan_.prefetch, t.shard_policy)),
+            fill_s=float(steady.fill_s(p, plan_.prefetch)),
             aggregate=scenario.num_replicas - t.backup_workers,
             static_ready=ready, static_duration=duration,
             pull_s=0.0 if collectives is None else float(collectives.pull_s(p)),
@@ -163,28 +167,26 @@ class _Setup:
         )
 
     @classmethod
-    def one_device(cls, scenario: Scenario, batch: int) -> "_Setup":
+    def one_device(cls, scenario: Scenario, batch: int, costs: StepCosts | None = None) -> "_Setup":
         """One device of the scenario's kind on one of its (non-straggler)
         hosts running ``batch`` examples per step with the same strategy's
         host costs and prefetch, and nothing to sum: the baseline of speedup
         (:func:`one_device_run`)."""
         plan_ = plan(scenario)
-        kind, t = scenario.cluster.device.kind, scenario.training
-        p = steady.one_device_params(steady.model_params(scenario), batch)
-        overhead, dispatch = (np.array([float(x)]) for x in steady.host_costs_s(p, plan_, kind))
+        p = steady.one_device_costs(step_costs(scenario) if costs is None else costs, batch)
+        overhead, dispatch = (np.array([float(x)]) for x in steady.host_costs_s(p, plan_))
         return cls(
             scenario=scenario, p=p, prefetch=plan_.prefetch, workers=1, local=1, replicas=1, collectives=None,
-            per_example_s=np.array([float(steady.seconds_per_example(p, kind))]),
-            shared=bool(steady.shares_cores(p, kind)), overhead_s=overhead, dispatch_s=dispatch,
+            per_example_s=np.array([float(steady.seconds_per_example(p))]),
+            shared=bool(steady.shares_cores(p)), overhead_s=overhead, dispatch_s=dispatch,
             update_s=float(steady.update_s(p)), metric_s=0.0,
-            fill_s=float(steady.fill_s(p, plan_.prefetch, t.shard_policy)), aggregate=1,
+            fill_s=float(steady.fill_s(p, plan_.prefetch)), aggregate=1,
             static_ready=None, static_duration=None, pull_s=0.0,
             worker_of=np.zeros(1, dtype=int), local_index=np.zeros(1, dtype=int),
         )
 
     def input_s(self, global_examples: int) -> float:
-        t = self.scenario.training
-        return float(steady.input_s(self.p, float(global_examples), t.shard_policy, self.scenario.cluster.device.kind))
+        return float(steady.input_s(self.p, float(global_examples)))
 
 
 @dataclass
@@ -397,17 +399,19 @@ def _comm_labels(setup: _Setup, count: int) -> list[str]:
     return names
 
 
-def simulate(scenario: Scenario) -> Timeline:
+def simulate(scenario: Scenario, costs: StepCosts | None = None) -> Timeline:
     """Simulate ``training.steps`` synchronous steps.
 
     Returns the trace (tracks ``w<i>/input`` for each shown worker's host,
     ``w<i>/r<j>`` for each shown replica's compute and ``w<i>/r<j>/comm``
-    for its collectives) and the per-step times of all replicas.
+    for its collectives) and the per-step times of all replicas. ``costs``:
+    the scenario's :class:`~distsim.mechanics.stepcosts.StepCosts` when the
+    caller has them already.
     """
-    return _run(_Setup.of(scenario), trace=True)
+    return _run(_Setup.of(scenario, costs), trace=True)
 
 
-def one_device_run(scenario: Scenario, batch: int) -> Timeline:
+def one_device_run(scenario: Scenario, batch: int, costs: StepCosts | None = None) -> Timeline:
     """The one-device baseline of ``scenario`` (see :meth:`_Setup.one_device`)
     with ``batch`` examples per step, simulated for ``training.steps`` steps
     of its own epoch with the scenario's compute distribution and seed (no trace).
@@ -422,7 +426,7 @@ def one_device_run(scenario: Scenario, batch: int) -> Timeline:
         rng, draws = np.random.default_rng(t.seed), scenario.num_replicas
     else:
         rng, draws = np.random.Generator(np.random.PCG64(np.random.SeedSequence(t.seed).spawn(scenario.num_replicas)[0])), 1
-    return _run(_Setup.one_device(scenario, batch), trace=False, rng=rng, draws=draws)
+    return _run(_Setup.one_device(scenario, batch, costs), trace=False, rng=rng, draws=draws)
 
 
 def _run(setup: _Setup, trace: bool, rng: np.random.Generator | None = None, draws: int | None = None) -> Timeline:
@@ -440,9 +444,33 @@ def _run(setup: _Setup, trace: bool, rng: np.random.Generator | None = None, dra
     for s, g in enumerate(sizes):
         factor = stragglers.factors(rng, t.compute_distribution, draws, t.compute_sigma)[:setup.replicas]
         prev = _simulate_step(setup, int(g), batches[g], factor, prev, bool(epoch_start[s]))
+        if s == 0:
+            first_start = float(prev.host_start.max()) if setup.prefetch else 0.0
         steps.append(prev.shown(shown, shown_workers))
     ends = np.array([s.step_end for s in steps])
     return Timeline(trace=_trace(setup, steps, shown) if trace else Trace.from_events([]),
                     step_times_s=np.diff(np.concatenate([[0.0], ends])),
                     exposed_comm_s=np.array([s.exposed_comm_s for s in steps]), global_examples=sizes,
-                    epoch_start=epoch_start, shown_replicas=shown, num_replicas=setup.replicas)
+                    epoch_start=epoch_start, shown_replicas=shown, num_replicas=setup.replicas,
+                    run_time_s=run_time_s(setup, prev, first_start))
+
+
+def run_time_s(setup: _Setup, last: _Step, first_start: float) -> float:
+    """The run's total simulated time, seconds: from the start of its first
+    step until the start of the step after its last, so ``n`` steps are ``n``
+    step-to-step intervals, each one step's share of the pipeline (the
+    closed form: :func:`distsim.engines.steady.run_time_s`). A step starts
+    with its input without prefetch (at 0 for the first step, at the
+    previous step's end for the next); with prefetch, when its host takes
+    the prefetched batch, so the first batch's read before the run's first
+    step, which no step overlaps, is left out, as from a warm pipeline. The
+    next step's read (and its epoch's shuffle fill) is simulated, not its
+    devices' work."""
+    if not setup.prefetch:
+        return float(last.step_end)
+    steps = setup.scenario.training.steps
+    sizes, opens = step_sizes(setup.scenario, setup.p, steps + 1)
+    in_end = np.maximum(last.in_end, last.host_start) + setup.input_s(int(sizes[-1])) + (
+        setup.fill_s if opens[-1] else 0.0)
+    free = np.full(setup.replicas, last.step_end) if setup.metric_s > 0 else last.update_end
+    return float(np.maximum(in_end, free.reshape(setup.workers, setup.local).max(axis=1)).max()) - first_start

@@ -67,7 +67,8 @@ import numpy as np
 from distsim.mechanics.collective_costs import cost_model
 from distsim.mechanics.gradients import serial_chain_end
 from distsim.mechanics.strategies import StrategyPlan
-from distsim.scenario import Scenario, Topology, message_Bps
+from distsim.mechanics.stepcosts import StepCosts
+from distsim.scenario import Scenario, Topology
 
 #: NCCL's ring latencies, seconds (tuning.cc: baseLatencies for Ring, and
 #: hwLatencies per link type for Ring; LL and Simple).
@@ -89,16 +90,6 @@ def nccl_step_s(kind: str, proto: str, latency_s):
     ``pcie``, ``net``) with protocol ``proto``: NCCL's ``hwLat`` plus the link's
     ``latency_s`` beyond the class's Simple ``hwLat`` (see the module docstring)."""
     return NCCL_STEP_S[kind][proto] + np.maximum(0.0, np.asarray(latency_s, dtype=float) - NCCL_STEP_S[kind]["Simple"])
-
-
-def link_Bps(p: dict, link: str) -> np.ndarray:
-    """Message bytes per second over ``link`` (``"intra_link"`` or
-    ``"inter_link"``) from a scenario's model parameters ``p``: its wire rate
-    times its payload fraction, pipelined with its hosts' network software
-    (:func:`distsim.scenario.message_Bps`: the slower of the two). A link with the default fields
-    (payload fraction 1, no software cost) gives its bandwidth itself."""
-    return message_Bps(p[f"cluster.{link}.bandwidth_Bps"], p[f"cluster.{link}.payload_fraction"],
-                       p[f"cluster.{link}.stack_bandwidth_Bps"])
 
 
 def greedy_shards(tensor_bytes, num_shards: int) -> np.ndarray:
@@ -150,37 +141,37 @@ class Communication:
     def num_replicas(self) -> int:
         return self.num_workers * self.devices_per_worker
 
-    def intra(self, p: dict) -> tuple:
+    def intra(self, p: StepCosts) -> tuple:
         """(latency, bandwidth) of device-to-device transfers inside a worker."""
-        bw = link_Bps(p, "intra_link")
+        bw = p.intra_Bps
         if self.topology is not None:
             bw = self.topology.lanes(self.devices_per_worker) * self.topology.lane_bandwidth_Bps
-        return p["cluster.intra_link.latency_s"], bw
+        return p.intra_latency_s, bw
 
-    def host(self, p: dict) -> tuple:
+    def host(self, p: StepCosts) -> tuple:
         """(latency, bandwidth, uplinks) of device-to-host-CPU transfers."""
         if self.topology is None:
-            return p["cluster.intra_link.latency_s"], link_Bps(p, "intra_link"), 1
-        return p["cluster.intra_link.latency_s"], self.topology.host_link_bandwidth_Bps, self.topology.host_links
+            return p.intra_latency_s, p.intra_Bps, 1
+        return p.intra_latency_s, self.topology.host_link_bandwidth_Bps, self.topology.host_links
 
     @property
     def uses_ps(self) -> bool:
         return self.plan.algorithm == "parameter_server"
 
-    def push_s(self, p: dict, message_bytes) -> np.ndarray:
+    def push_s(self, p: StepCosts, message_bytes) -> np.ndarray:
         """The part of a collective that gradients need: all of an
         all-reduce; a parameter server's push (the first of its two
         symmetric halves)."""
         t = self.time_s(p, message_bytes)
         return t / 2 if self.uses_ps else t
 
-    def pull_s(self, p: dict, message_bytes) -> np.ndarray:
+    def pull_s(self, p: StepCosts, message_bytes) -> np.ndarray:
         """A parameter server's pull of the variables (after every push of
         the step is in; 0 for an all-reduce)."""
         t = self.time_s(p, message_bytes)
         return t / 2 if self.uses_ps else np.zeros(np.shape(t))
 
-    def time_s(self, p: dict, message_bytes) -> np.ndarray:
+    def time_s(self, p: StepCosts, message_bytes) -> np.ndarray:
         """Seconds of one collective of ``message_bytes`` per replica (0 when
         nothing is communicated), broadcast with the rows of ``p``."""
         plan_ = self.plan
@@ -196,17 +187,17 @@ class Communication:
             return np.minimum(*(self._all_reduce_s(p, n, proto) for proto in ("LL", "Simple")))
         return self._all_reduce_s(p, n, None)
 
-    def _links(self, p: dict, proto: str | None) -> tuple:
+    def _links(self, p: StepCosts, proto: str | None) -> tuple:
         """(intra latency, intra bandwidth, inter latency, inter bandwidth) under a protocol."""
         a1, b1 = self.intra(p)
-        a2, b2 = p["cluster.inter_link.latency_s"], link_Bps(p, "inter_link")
+        a2, b2 = p.inter_latency_s, p.inter_Bps
         if proto is None:
             return a1, b1, a2, b2
         kind = "pcie" if self.topology is None or self.topology.kind == "pcie_tree" else "nvlink"
         eff = NCCL_EFFICIENCY[proto]
         return nccl_step_s(kind, proto, a1), b1 * eff, nccl_step_s("net", proto, a2), b2 * eff
 
-    def _all_reduce_s(self, p: dict, n, proto: str | None) -> np.ndarray:
+    def _all_reduce_s(self, p: StepCosts, n, proto: str | None) -> np.ndarray:
         a1, b1, a2, b2 = self._links(p, proto)
         base = 0.0 if proto is None else NCCL_BASE_S[proto]
         plan_ = self.plan
@@ -234,7 +225,7 @@ class Communication:
         """Whether gradients are summed on each worker's CPU before the PS."""
         return self.plan.algorithm == "parameter_server" and (self.ps_local_sum or self.ps_placement == "host_cpu")
 
-    def sharded_exchange_s(self, p: dict, launch_s: list, share, creation_share, gradient_bytes: float):
+    def sharded_exchange_s(self, p: StepCosts, launch_s: list, share, creation_share, gradient_bytes: float):
         """(end of the last push, the pull after it) of a step whose tensors
         (``share`` of the gradient each, in ready order) reach their workers'
         CPUs' PCIe at ``launch_s`` (one array per tensor). ``creation_share``
@@ -242,13 +233,13 @@ class Communication:
         shards = self.plan.options["num_shards"] if self.ps_placement != "host_cpu" else 1
         shard_of = greedy_shards(np.asarray(creation_share) * gradient_bytes, shards)[::-1]
         lat, bw, links = self.host(p)
-        grad = p["workload.num_params"] * p["workload.bytes_per_param"]
+        grad = p.gradient_bytes
         return sharded_ps_exchange(
             launch_s, [s_ * grad for s_ in share], shard_of, self.devices_per_worker,
             pcie=(lat, bw, links), workers=self.num_workers, shards=shards, placement=self.ps_placement,
-            network=(p["cluster.inter_link.latency_s"], link_Bps(p, "inter_link")))
+            network=(p.inter_latency_s, p.inter_Bps))
 
-    def _two_level_ps_s(self, p: dict, n) -> np.ndarray:
+    def _two_level_ps_s(self, p: StepCosts, n) -> np.ndarray:
         """Devices -> worker CPU (sum) -> PS shards -> worker CPU -> devices."""
         lat, bw, links = self.host(p)
         local = host_transfer_s(self.devices_per_worker, n, lat, bw, links)
@@ -256,8 +247,8 @@ class Communication:
             return 2 * local
         shards = cost_model("parameter_server", self.num_workers, num_shards=self.plan.options["num_shards"],
                             ps_on_worker_nodes=self.ps_placement == "worker_hosts")
-        network = shards.time_s(n, p["cluster.intra_link.latency_s"], link_Bps(p, "intra_link"),
-                                p["cluster.inter_link.latency_s"], link_Bps(p, "inter_link"))
+        network = shards.time_s(n, p.intra_latency_s, p.intra_Bps,
+                                p.inter_latency_s, p.inter_Bps)
         return 2 * local + network
 
 

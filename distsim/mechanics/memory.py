@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from distsim.mechanics.stepcosts import StepCosts
+
 #: Strategies whose variables, and so optimizer state, live on the devices.
 STATE_ON_DEVICE: tuple[str, ...] = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 #: Bytes of one value in which ``Workload.activation_bytes_per_sample`` is counted.
@@ -66,18 +68,17 @@ class Footprint:
                 f"{at(self.total_bytes):.3g} bytes")
 
 
-def footprint(p: dict, strategy: str, replica_batch) -> Footprint:
+def footprint(p: StepCosts, strategy: str, replica_batch) -> Footprint:
     """The footprint of one replica running ``replica_batch`` examples per
-    step; ``p`` holds the scenario's model fields (see
-    ``distsim.engines.timing.model_params``)."""
-    params, width = p["workload.num_params"], p["workload.bytes_per_param"]
-    slots = np.maximum(p["training.optimizer_bytes_per_param"] - 3 * width, 0) / 2
+    step; ``p``: the scenario's :class:`~distsim.mechanics.stepcosts.StepCosts`."""
+    params, width = p.num_params, p.bytes_per_param
+    slots = np.maximum(p.optimizer_bytes_per_param - 3 * width, 0) / 2
     on_device = strategy in STATE_ON_DEVICE
     return Footprint(
         weights_bytes=params * width,
         gradient_bytes=params * width,
         optimizer_bytes=params * slots * on_device,
-        activation_bytes=(np.asarray(replica_batch, dtype=float) * p["workload.activation_bytes_per_sample"]
-                          * p["cluster.device.activation_value_bytes"] / FLOAT32_BYTES),
-        capacity_bytes=p["cluster.device.memory_bytes"],
+        activation_bytes=(np.asarray(replica_batch, dtype=float) * p.activation_bytes_per_sample
+                          * p.activation_value_bytes / FLOAT32_BYTES),
+        capacity_bytes=p.memory_bytes,
     )

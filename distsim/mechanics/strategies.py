@@ -80,7 +80,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from distsim.scenario import Scenario
+from distsim.scenario import Scenario, Strategy
+from distsim.validation import default_of
 
 #: Where each strategy keeps the variables (for display).
 PLACEMENT: dict[str, str] = {
@@ -131,7 +132,7 @@ class StrategyPlan:
     mode: str = "sync"
     prefetch: bool = True
     tf_class: str = ""
-    ps_cluster: str = "processes"
+    ps_cluster: str = default_of(Strategy, "ps_cluster")
     protocol: str = "alpha_beta"
 
 

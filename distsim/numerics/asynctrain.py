@@ -35,8 +35,8 @@ from distsim.engines import asyncps
 from distsim.mechanics import sharding, stragglers
 from distsim.numerics.models import Model
 from distsim.results.result import Curve, Result, Staleness, Summary
-from distsim.scenario import limits
-from distsim.validation import InputError, InstanceOf, Integer, Number, OneOf, Optional
+from distsim.scenario import Training, limits
+from distsim.validation import InputError, InstanceOf, Integer, Number, OneOf, Optional, default_of
 from distsim.numerics.train import (
     FLAG,
     REPLICAS,
@@ -141,7 +141,7 @@ def train_async(
     max_staleness: int | None = None,
     bound_policy: str = "drop",
     shuffle: bool = True,
-    seed: int = 0,
+    seed: int = default_of(Training, "seed"),
     initial_weights: list[np.ndarray] | None = None,
     dtype=np.float32,
     eval_data: tuple[np.ndarray, np.ndarray] | None = None,

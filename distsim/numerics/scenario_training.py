@@ -22,7 +22,8 @@ from distsim.mechanics import strategies
 from distsim.numerics.asynctrain import AsyncRun, train_async
 from distsim.datasets.mnist import mnist_subset
 from distsim.numerics.models import Model, make_model
-from distsim.engines.prediction import predict, simulate_updates
+from distsim.engines.asyncrun import simulate_updates
+from distsim.engines.prediction import predict
 from distsim.scenario import Scenario, require_scenario
 from distsim.numerics.train import LRSchedule, TrainRun, train_sync
 from distsim.validation import InputError

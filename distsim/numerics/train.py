@@ -39,9 +39,9 @@ from distsim.mechanics import collectives, sharding
 from distsim.numerics.models import Model
 from distsim.mechanics.reduceplan import ReducePlan, compile_schedule
 from distsim.results.result import Curve, Result, Summary
-from distsim.scenario import ALGORITHMS, limits
+from distsim.scenario import ALGORITHMS, Cluster, Training, limits
 from distsim.validation import (Boolean, InputError, InstanceOf, Integer, Number, OneOf, Optional, Text, check_fields,
-                                checked)
+                                checked, default_of)
 
 #: How each replica turns its per-example losses into the loss it differentiates.
 #: ``"global_batch"`` is the correct one (sum / global batch size); the others
@@ -406,15 +406,15 @@ def train_sync(
     num_replicas: int,
     global_batch: int,
     learning_rate: float | LRSchedule = 0.1,
-    epochs: int = 1,
+    epochs: int = default_of(Training, "epochs"),
     max_steps: int | None = None,
     algorithm: str = "ring",
-    num_workers: int = 1,
-    policy: str = "DATA",
-    num_files: int | None = None,
-    drop_remainder: bool = False,
+    num_workers: int = default_of(Cluster, "num_workers"),
+    policy: str = default_of(Training, "shard_policy"),
+    num_files: int | None = default_of(Training, "num_files"),
+    drop_remainder: bool = default_of(Training, "drop_remainder"),
     shuffle: bool = True,
-    seed: int = 0,
+    seed: int = default_of(Training, "seed"),
     initial_weights: list[np.ndarray] | None = None,
     dtype=np.float32,
     eval_data: tuple[np.ndarray, np.ndarray] | None = None,

@@ -334,7 +334,7 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
     overhead = max(float(intercept) - update_s - dispatch, 0.0)
     # One PS worker's update = pull + compute + push + the PS applying the
     # gradient (the simulator prices that apply itself, like the update above:
-    # distsim.engines.prediction.ps_apply_s); each transfer is the link's
+    # distsim.engines.costs.ps_apply_s); each transfer is the link's
     # latency and bytes plus the PS's request cost.
     ps_update = float(np.median(ps_rounds))
     compute = overhead + dispatch + PS_BATCH * float(slope)
@@ -485,7 +485,8 @@ def measure_ps(workload: str, *, timeout_s: float = 600) -> float:
     """One round of the parameter-server benchmark: seconds between the
     updates of one worker on the in-process cluster with a 4-example batch."""
     plan = calibration_plan(workload).with_(strategy="parameter_server", num_workers=1, num_ps=1,
-                                            per_replica_batch=PS_BATCH, steps_per_epoch=PS_UPDATES)
+                                            per_replica_batch=PS_BATCH, steps_per_epoch=PS_UPDATES,
+                                            ps_cluster="in_process")
     return run_experiment(plan, progress=False, timeout_s=timeout_s).summary.step_time_s
 
 

@@ -25,11 +25,12 @@ from distsim.validation import (
     check_fields,
     check_keys,
     checked,
+    default_of,
     read_json,
     write_json,
 )
 from distsim.numerics.models import MODELS, make_model
-from distsim.scenario import PS_CLUSTERS, STRATEGIES
+from distsim.scenario import PS_CLUSTERS, STRATEGIES, Cluster, Strategy, Training
 from distsim.scenario.rules import check_replica_layout
 
 #: Device kinds a plan may ask for. ``auto`` means GPU where there is one.
@@ -99,26 +100,26 @@ class RunPlan:
     """
 
     strategy: str = checked(OneOf(STRATEGIES))
-    num_workers: int = checked(_COUNT, default=1)
-    replicas_per_worker: int = checked(_COUNT, default=1)
+    num_workers: int = checked(_COUNT, default=default_of(Cluster, "num_workers"))
+    replicas_per_worker: int = checked(_COUNT, default=default_of(Cluster, "devices_per_worker"))
     num_ps: int = checked(Integer(0, 4_096), default=0)
     per_replica_batch: int = checked(Integer(1, 60_000), default=64)
     steps_per_epoch: int = checked(Integer(1, 10_000_000), default=20)
-    epochs: int = checked(Integer(1, 100_000), default=1)
+    epochs: int = checked(Integer(1, 100_000), default=default_of(Training, "epochs"))
     model: str = checked(OneOf(tuple(sorted(MODELS))), default="mlp")
     model_kwargs: dict[str, Any] | None = checked(Optional(StringMap(), "the model's defaults (hidden=128 for mlp)"),
                                                   default=None)
     # At least 1e-12: TensorFlow trains in float32, where 1e-300 is 0 (no training, without a word).
     learning_rate: float = checked(Number(1e-12, 1e6), default=0.1)
-    seed: int = checked(Integer(0, 2**31 - 1), default=0)
+    seed: int = checked(Integer(0, 2**31 - 1), default=default_of(Training, "seed"))
     n_train: int | None = checked(Optional(Integer(1, 60_000), "one epoch's worth"), default=None)
-    shuffle_buffer: int = checked(Integer(0, 60_000), default=0)
-    prefetch: bool | None = checked(Optional(Boolean(), "nothing added"), default=None)
-    shard_policy: str = checked(OneOf(SHARD_POLICIES), default="DATA")
+    shuffle_buffer: int = checked(Integer(0, 60_000), default=default_of(Training, "shuffle_buffer"))
+    prefetch: bool | None = checked(Optional(Boolean(), "nothing added"), default=default_of(Training, "prefetch"))
+    shard_policy: str = checked(OneOf(SHARD_POLICIES), default=default_of(Training, "shard_policy"))
     device: str = checked(OneOf(DEVICES), default="auto")
     cross_device_op: str = checked(OneOf(CROSS_DEVICE_OPS), default="auto")
     ps_loop: str = checked(OneOf(PS_LOOPS), default="fit")
-    ps_cluster: str = checked(OneOf(PS_CLUSTERS), default="in_process")
+    ps_cluster: str = checked(OneOf(PS_CLUSTERS), default=default_of(Strategy, "ps_cluster"))
     steps_per_execution: int = checked(Integer(1, 1_000_000), default=1)
     deterministic: bool = checked(Boolean(), default=False)
     warmup_steps: int = checked(Integer(0, 1_000_000), default=2)

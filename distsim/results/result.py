@@ -30,9 +30,9 @@ class Summary:
 
     Attributes:
         step_time_s: mean wall time of one synchronous step (a prediction:
-            the run's total simulated time, cold start and every epoch's
-            first and final step included, over its steps; a measured run
-            may report its median), or for async training the mean time
+            the run's total simulated time, every epoch's first and final
+            step included, over its steps; a measured run may report its
+            median), or for async training the mean time
             between applied updates times the number of workers, in seconds.
         throughput_samples_per_s: training examples processed per second:
             the examples the steps aggregate over the time they took (a

@@ -194,7 +194,7 @@ class Link:
             parameter server's NIC whole, bytes. Messages up to it are served
             one after another; longer ones stream, interleave with the other
             transfers and share the NIC (see
-            :func:`distsim.engines.prediction.fair_share_rate`). ``None``:
+            :func:`distsim.engines.costs.fair_share_rate`). ``None``:
             every message is sent whole (one at a time).
         full_duplex: each direction has its own ``bandwidth_Bps`` (a switched
             NIC), so a parameter server in its own process receives pushes

@@ -18,6 +18,7 @@ from distsim.validation.fields import (
     check_fields,
     check_keys,
     checked,
+    default_of,
     rule_of,
 )
 from distsim.validation.jsonfile import (
@@ -54,6 +55,7 @@ __all__ = [
     "parse_host_port",
     "parse_json",
     "read_json",
+    "default_of",
     "rule_of",
     "write_json",
 ]

@@ -235,6 +235,17 @@ def rule_of(cls_or_obj: Any, name: str) -> Rule | None:
     raise KeyError(name)
 
 
+def default_of(cls: Any, name: str) -> Any:
+    """The default of field ``name`` of dataclass ``cls``: what another
+    dataclass or function reads so that one vocabulary keeps one default."""
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            if f.default is dataclasses.MISSING:
+                raise KeyError(f"{cls.__name__}.{name} has no plain default")
+            return f.default
+    raise KeyError(name)
+
+
 def check_fields(obj: Any, path: str) -> None:
     """Check every ruled field of dataclass ``obj``, reporting errors under
     ``path``; store each value in its plain form (frozen dataclasses too)."""

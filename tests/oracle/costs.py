@@ -310,16 +310,12 @@ class AsyncCosts:
         apply_s: one shard's apply of a pushed gradient (its share of the
             optimizer's update; 0 without ``apply_at_ps``), held after the
             push's bytes are in (issue 24).
-        startup_s: how much later a worker starts than its cycle counts
-            (prediction.py ``startup_s``): with prefetch its first batch is
-            read, and the shuffle buffer filled, with nothing to overlap.
     """
 
     compute_s: float
     transfer_s: float
     shard_s: float
     apply_s: float
-    startup_s: float = 0.0
 
 
 def ps_host_memory_Bps(s: Scenario) -> float:
@@ -350,5 +346,4 @@ def async_costs(s: Scenario, apply_at_ps: bool = True) -> AsyncCosts:
     apply = s.workload.num_params * s.training.optimizer_bytes_per_param / ps_host_memory_Bps(s) / k
     apply = apply if apply_at_ps else 0.0
     whole = link.latency_s + link.request_s + grad / rate
-    startup = min(own_input, device) + fill_s(s) if prefetch(s) else 0.0
-    return AsyncCosts(compute, whole, shard, apply, startup)
+    return AsyncCosts(compute, whole, shard, apply)

@@ -244,8 +244,7 @@ def async_step_time(s: Scenario, apply_at_ps: bool = True, seed: int = 12345) ->
     shard is asked for its share of the apply (``apply_at_ps``), which
     "queues with the PS host's other work (with one server, its transfers)",
     one apply at a time per shard (prediction.py ``async_costs``); the
-    update counts when the last shard has applied it. Each worker starts
-    after its cold start (:attr:`costs.AsyncCosts.startup_s`)."""
+    update counts when the last shard has applied it."""
     c = costs.async_costs(s, apply_at_ps)
     workers, steps = s.num_replicas, s.training.steps
     env = simpy.Environment()
@@ -265,7 +264,6 @@ def async_step_time(s: Scenario, apply_at_ps: bool = True, seed: int = 12345) ->
         return env.all_of([env.timeout(c.transfer_s), *pieces])
 
     def worker(w: int):
-        yield env.timeout(c.startup_s)
         for u in itertools.count():
             yield transfer(w)
             yield env.timeout(c.compute_s * (f[w, u] if u < f.shape[1] else factors(rng, s, 1)[0]))

@@ -20,7 +20,7 @@ WORKERS = 2
 
 def _ps_run(loop: str, steps: int, epochs: int):
     plan = RunPlan("parameter_server", num_workers=WORKERS, num_ps=1, per_replica_batch=32,
-                   steps_per_epoch=steps, epochs=epochs, ps_loop=loop, seed=5)
+                   steps_per_epoch=steps, epochs=epochs, ps_loop=loop, ps_cluster="in_process", seed=5)
     return plan, run(plan, progress=False, timeout_s=300)
 
 

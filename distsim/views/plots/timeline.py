@@ -2,8 +2,11 @@
 
 Each device is one row. The upper lane of a row shows what the device itself
 does (input, forward and backward compute, update, idle/wait); the lower lane
-shows its communication, so gradient buckets sent while the backward pass is
-still running stay visible. Buckets alternate between two colours.
+shows its communication, so pieces of the gradient sent while the backward
+pass is still running stay visible. A step's communication can be several
+transfers (TensorFlow splits the gradient all-reduce into packs,
+``CommunicationOptions(bytes_per_pack=...)``; a pipeline sends one transfer per
+micro-batch); neighbouring transfers alternate between two colours.
 """
 
 from __future__ import annotations
@@ -23,13 +26,18 @@ from distsim.results.result import Result
 from distsim.results.trace import EVENT_KINDS, Trace
 from distsim.validation import InputError, InstanceOf, Integer, Optional
 
+#: Legend names of a step's 1st, 3rd, ... and 2nd, 4th, ... transfer (labels
+#: ending in 0, 2, ... and 1, 3, ...), drawn in two colours so that
+#: neighbouring transfers stay apart.
+COMM_1ST = "communication (transfers 1, 3, 5, …)"
+COMM_2ND = "communication (transfers 2, 4, 6, …)"
 #: Drawing classes of events: (name in the legend, colour).
 TIMELINE_STYLES: tuple[tuple[str, str], ...] = (
     ("input", OKABE_ITO["yellow"]),
     ("forward", OKABE_ITO["sky_blue"]),
     ("backward / compute", OKABE_ITO["blue"]),
-    ("communication (even bucket)", OKABE_ITO["vermillion"]),
-    ("communication (odd bucket)", OKABE_ITO["orange"]),
+    (COMM_1ST, OKABE_ITO["vermillion"]),
+    (COMM_2ND, OKABE_ITO["orange"]),
     ("update", OKABE_ITO["bluish_green"]),
     ("idle / wait", IDLE_COLOR),
 )
@@ -51,8 +59,8 @@ def _label_style(kind: str, label: str) -> int:
         return _STYLE["forward"] if label.lower().startswith("forward") else _STYLE["backward / compute"]
     if kind == "comm":
         match = _BUCKET.search(label)
-        odd = bool(match) and int(match.group(1)) % 2 == 1
-        return _STYLE["communication (odd bucket)" if odd else "communication (even bucket)"]
+        second = bool(match) and int(match.group(1)) % 2 == 1  # labels count from 0
+        return _STYLE[COMM_2ND if second else COMM_1ST]
     return _STYLE[{"input": "input", "update": "update", "idle": "idle / wait"}[kind]]
 
 
@@ -111,6 +119,9 @@ class TimelineDrawing:
       event narrower than a pixel still gets one pixel column. Use it when
       the layout and dpi are fixed (see
       :func:`distsim.views.plots.style.freeze_layout`), as in the dashboard.
+      ``min_px`` widens every bar that is not idle/wait to at least that
+      many pixel columns, painted over the grey of waiting, so that short
+      compute next to long waits stays visible (the dashboard uses 3).
 
     Attributes:
         ax: the axes it draws on.
@@ -121,10 +132,12 @@ class TimelineDrawing:
             display pixel ``(bars.ox, bars.oy)``.
     """
 
-    def __init__(self, ax: Axes, max_steps: int | None = None, legend: bool = True, raster: bool = False):
+    def __init__(self, ax: Axes, max_steps: int | None = None, legend: bool = True, raster: bool = False,
+                 min_px: int = 1):
         self.ax = ax
         self.max_steps = _MAX_STEPS("max_steps", max_steps)
         self.raster = raster
+        self.min_px = Integer(1)("min_px", min_px)
         if raster:  # a figure image is pasted pixel for pixel: no resampling on every draw
             self.bars = ax.figure.figimage(np.zeros((1, 1, 4), dtype=np.uint8), origin="upper")
         else:
@@ -197,10 +210,14 @@ class TimelineDrawing:
         first = np.clip(np.ceil(px0 - 0.5), 0, width - 1).astype(np.int64)  # pixel centres inside the bar
         stop = np.clip(np.ceil(px1 - 0.5), 0, width).astype(np.int64)
         first = np.where(stop > first, first, np.clip(np.floor(px0), 0, width - 1).astype(np.int64))
-        length = np.maximum(stop - first, 1)
+        busy = styles != _STYLE["idle / wait"]
+        length = np.maximum(stop - first, np.where(busy, self.min_px, 1))
+        length = np.minimum(length, width - first)
         lane = row.astype(np.int64) * 2 + comm
         start = lane * width + first  # flat index of each event's first pixel
-        order = np.argsort(start, kind="stable")  # later events in a lane paint over shared edge pixels
+        # waits first, then the rest by start: later events in a lane paint over shared edge pixels,
+        # and a bar widened to min_px paints over the wait that follows it
+        order = np.lexsort((start, busy))
         start, length, styles = start[order], length[order], styles[order]
         offsets = np.arange(int(length.sum())) - np.repeat(np.cumsum(length) - length, length)
         lanes = np.full((2 * n_dev + 1) * width, len(_RGBA) - 1, dtype=np.int64)

@@ -19,7 +19,13 @@ from matplotlib.transforms import ScaledTranslation
 from distsim.results.result import Summary
 from distsim.validation import OneOf
 from distsim.views.plots.style import OKABE_ITO, BlitRenderer, freeze_layout, new_figure
-from distsim.views.plots.timeline import TIMELINE_STYLES, TimelineDrawing
+from distsim.views.plots.timeline import TimelineDrawing, timeline_legend_handles
+
+#: Narrowest bar of the dashboard's timeline, in pixels (idle/wait excepted):
+#: a few milliseconds of compute in a second-long input wait stay visible.
+MIN_BAR_PX = 3
+LEGEND_TITLE = (f"each device row: upper lane = the device, lower lane = its communication; "
+                f"every bar is at least {MIN_BAR_PX} pixels wide")
 
 
 # ------------------------------------------------------------------ metrics
@@ -105,17 +111,6 @@ def metrics_html(summary: Summary, pinned: Summary | None = None, warning: str =
     return table
 
 
-def legend_html() -> str:
-    """The timeline's colour key as HTML (cheaper than a legend in the figure)."""
-    items = "".join(
-        f'<span style="white-space:nowrap;margin-right:10px"><span style="display:inline-block;width:12px;'
-        f'height:12px;background:{color};border:1px solid #555;vertical-align:middle"></span> {name}</span>'
-        for name, color in TIMELINE_STYLES
-    )
-    return f'<div style="font-size:12px;line-height:1.6">{items}<br>Each device row: upper lane = the device, ' \
-           f"lower lane = its communication.</div>"
-
-
 # ------------------------------------------------------------------ figures
 
 
@@ -164,7 +159,7 @@ class TimelinePanel:
     backgrounds; each redraw pastes the painted bars and draws the time
     ticks and the frame."""
 
-    def __init__(self, dpi: float, width_in: float = 8.6, height_in: float = 3.6):
+    def __init__(self, dpi: float, width_in: float = 8.6, height_in: float = 4.0):
         self.dpi, self.size = dpi, (width_in, height_in)
         self.image = widgets.Image(format="png")
         self._build(compare=False)
@@ -174,7 +169,9 @@ class TimelinePanel:
         self.fig, axes = new_figure(self.size[0], self.size[1] * (1.6 if compare else 1), nrows=rows,
                                     squeeze=False, sharex=True)
         self.fig.set_dpi(self.dpi)
-        self.drawings = [TimelineDrawing(ax, legend=False, raster=True) for ax in axes[:, 0]]
+        self.drawings = [TimelineDrawing(ax, legend=False, raster=True, min_px=MIN_BAR_PX) for ax in axes[:, 0]]
+        self.fig.legend(handles=timeline_legend_handles(), loc="outside upper center", ncols=4, fontsize="x-small",
+                        frameon=False, title=LEGEND_TITLE, title_fontsize="x-small")
         for drawing in self.drawings:
             drawing.bars.set_animated(True)  # pasted on each redraw, never part of a background
         self.ticks = [FastXTicks(ax, labels=i == rows - 1) for i, ax in enumerate(axes[:, 0])]

@@ -11,15 +11,18 @@ import json
 import time
 from collections import OrderedDict
 from contextlib import contextmanager
+from functools import cache
 
 import ipywidgets as widgets
 import numpy as np
 
+from distsim import published
 from distsim import scenario as sc
 from distsim.engines import predict, sweep
+from distsim.published.reference import calibrate
 from distsim.results.result import Result, Summary
 from distsim.validation import InputError, InstanceOf
-from distsim.views.widgets.panels import ScalingPanel, ScalingPoint, TimelinePanel, legend_html, metrics_html
+from distsim.views.widgets.panels import ScalingPanel, ScalingPoint, TimelinePanel, metrics_html
 
 
 # ------------------------------------------------------------------ dashboard
@@ -38,16 +41,30 @@ SCALING_REPLICAS = (1, 2, 4, 8, 16, 32, 64)
 #: Strategies whose scaling curve adds workers (the others add devices to one machine).
 MULTI_WORKER = ("multi_worker_mirrored", "parameter_server")
 DEFAULT = "default"
-LOADED = "(from file)"
+LOADED = "(as loaded)"
 NONE = "none"
 
 
+#: The published cell the dashboard starts from: table 0 (MirroredStrategy,
+#: 4x GTX 1080 Ti, MobileNetV2), its cats_vs_dogs row, column 2 (global batch 256).
+DEFAULT_CELL = (0, "cats_vs_dogs", 2)
+
+
+@cache
+def _published_default() -> sc.Scenario:
+    table_index, dataset, column = DEFAULT_CELL
+    table = published.load_tables()[table_index]
+    seconds_per_example = calibrate(table)  # from the no-strategy column only, as notebook 04 does
+    return published.cell_scenario(table, column, dataset, seconds_per_example)
+
+
 def default_scenario() -> sc.Scenario:
-    """What the dashboard starts with: 4 GTX 1080 Ti in one machine under
-    MirroredStrategy training MobileNetV2 with global batch 256 (the setup of
-    the published table the workbook reproduces), 10 steps."""
-    return sc.make_scenario("gtx_1080_ti", "mobilenet_v2_224", "mirrored", devices_per_worker=4,
-                            global_batch=256, steps=10, name="4x GTX 1080 Ti, MirroredStrategy")
+    """What the dashboard starts with: the published cell :data:`DEFAULT_CELL`
+    (4 GTX 1080 Ti in one machine under MirroredStrategy, MobileNetV2 on
+    cats_vs_dogs, global batch 256), with the GPU's seconds per example
+    calibrated from the table's no-strategy column as notebook 04 does; 10
+    steps."""
+    return _published_default().replace("training.steps", 10).replace("name", "4x GTX 1080 Ti, MirroredStrategy")
 
 
 _COMPONENT_CLASSES = {"device": sc.Device, "link": sc.Link, "workload": sc.Workload, "topology": sc.Topology}
@@ -480,7 +497,7 @@ class WhatIfLab:
                self.share_message, widgets.HTML("<b>Compare</b>"), self.pin_button],
             layout=widgets.Layout(width="350px"))
         results = widgets.VBox([self.error, widgets.HBox([self.metrics, self.scaling.image]),
-                                self.timeline.image, widgets.HTML(legend_html())])
+                                self.timeline.image])  # the timeline's figure carries its legend
         root = widgets.HBox([controls, results])
         root.add_class("distsim-what-if-lab")
         return root

@@ -1,0 +1,142 @@
+"""An asynchronous parameter-server scenario run: its update log, its two rhythms and their caveat.
+
+:func:`simulate_updates` runs the event engine (:mod:`~distsim.engines.asyncps`)
+on a scenario's :class:`~distsim.engines.costs.AsyncCosts`, stretched to fair
+sharing where transfers stream through the PS's NIC; :func:`rhythm_range_s`
+gives the step time in turns and in lockstep, and :func:`phase_caveat` says so
+with the prediction.
+"""
+
+from __future__ import annotations
+
+from distsim.engines import asyncps
+from distsim.engines.costs import AsyncCosts, async_costs, fair_share_rate, lockstep_step_s
+from distsim.mechanics.stepcosts import step_costs
+from distsim.mechanics.strategies import StrategyPlan, plan
+from distsim.scenario import Scenario, require_scenario
+from distsim.validation import InputError
+
+
+def simulate_updates(scenario: Scenario) -> tuple[asyncps.UpdateLog, AsyncCosts]:
+    """The asynchronous update log of ``scenario`` (``training.steps`` updates
+    per worker) and the costs behind it."""
+    costs = _scenario_costs(scenario, plan(scenario))
+    return _update_log(scenario, costs), costs
+
+
+def _scenario_costs(scenario: Scenario, plan_: StrategyPlan) -> AsyncCosts:
+    return async_costs(step_costs(scenario), plan_)
+
+
+#: Said with every prediction of a parameter server whose NIC two or more workers' transfers queue at
+#: (``Result.meta["caveat"]``), before the scenario's own :func:`rhythm_range_s`. The lab's range is every
+#: single run of the network lab against its prediction, beside an unshaped run of the same cluster (each
+#: benchmark JSON's ``summary.ps_runs_vs_paired_pct``; ``tests/test_bench_network.py`` holds this text to
+#: them): the shortest, 3 workers of the wide MLP at 1000 Mbit/s (2026-11-26-full, BBR); the longest,
+#: 3 workers of the MLP at 20 Mbit/s (2026-11-26, CUBIC).
+PHASE_CAVEAT = (
+    "workers' transfers through one parameter server's NIC can fall into turns or into lockstep, and this "
+    "prediction does not follow which; single runs in the network lab took from 28 % less to 45 % more time "
+    "than predicted, depending on the rate, the workers, the message size and the run "
+    "(data/measurements/README.md)")
+
+
+def phase_caveat(scenario: Scenario, costs: AsyncCosts, fifo: asyncps.UpdateLog) -> str:
+    """:data:`PHASE_CAVEAT`, the message rule of this scenario's own link (:func:`message_rule`) and its
+    two rhythms (:func:`rhythm_range_s`; ``fifo`` is its event-engine log) where two or more workers
+    queue at a full-duplex PS NIC, else ``""``."""
+    if not (costs.duplex and scenario.num_replicas >= 2):
+        return ""
+    turns, lockstep = _rhythms(scenario, costs, fifo)
+    return (f"{PHASE_CAVEAT}; {message_rule(scenario)}; here a step takes about {_seconds(turns)} in turns "
+            f"and {_seconds(lockstep)} in lockstep")
+
+
+def message_rule(scenario: Scenario) -> str:
+    """How this prediction serves a PS shard's transfers, from ``inter_link.whole_message_bytes``
+    and the shard's bytes (:func:`streamed`)."""
+    window = scenario.cluster.inter_link.whole_message_bytes
+    shard = _mib(scenario.workload.gradient_bytes / plan(scenario).options.get("num_shards", 1))
+    if window is None:
+        return (f"inter_link.whole_message_bytes is not set, so this prediction serves every {shard} transfer "
+                "whole, one after another")
+    how = "streams and shares the NIC at random phases" if streamed(scenario) else "arrives whole and is served in turn"
+    return (f"this link passes messages up to {_mib(window)} whole (inter_link.whole_message_bytes), so each "
+            f"{shard} transfer {how}")
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:.3g} MiB"
+
+
+def _seconds(t: float) -> str:
+    return f"{t * 1e3:.3g} ms" if t < 1 else f"{t:.3g} s"
+
+
+def rhythm_range_s(scenario: Scenario) -> tuple[float, float]:
+    """Step times (seconds, ``workers`` updates) of an asynchronous PS scenario in
+    its two rhythms: ``(turns, lockstep)``.
+
+    *Turns* is the event engine's FIFO lanes, where each NIC direction and
+    the PS host serve one transfer at a time, so workers fall into a
+    pipeline. *Lockstep* is every worker at every station at once: the
+    ``n`` pulls share the PS's outgoing direction (``n`` transfers' bytes),
+    its host serves ``2 n`` requests, the pushes share the incoming
+    direction, and the slowest worker's own time (compute, latencies, its
+    own link) comes on top (:func:`lockstep_step_s`). A prediction lies
+    between them; real runs fall anywhere in between, and a little below
+    turns where the model's per-transfer costs run high (``data/measurements/README.md``).
+    """
+    plan_ = plan(require_scenario(scenario))
+    if plan_.mode != "async":
+        raise InputError("strategy.mode", plan_.mode, "an asynchronous parameter-server scenario (mode='async')")
+    costs = _scenario_costs(scenario, plan_)
+    return _rhythms(scenario, costs, fifo_update_log(scenario, costs))
+
+
+def _rhythms(scenario: Scenario, costs: AsyncCosts, fifo: asyncps.UpdateLog) -> tuple[float, float]:
+    """``(turns, lockstep)`` seconds per step, turns from the event engine's log ``fifo``."""
+    return scenario.num_replicas / fifo.updates_per_s, lockstep_step_s(costs, scenario.num_replicas)
+
+
+def _update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
+    return phased(scenario, costs, fifo_update_log(scenario, costs))
+
+
+def phased(scenario: Scenario, costs: AsyncCosts, fifo: asyncps.UpdateLog) -> asyncps.UpdateLog:
+    """The event engine's log ``fifo``; with a full-duplex PS (``ps_cluster="processes"``
+    over a ``full_duplex`` link) whose transfers stream (:func:`streamed`) its times are
+    stretched to the rate of fair sharing (:func:`fair_share_rate`): the event engine's FIFO
+    lanes serve one transfer at a time, while streamed transfers share each
+    direction of the PS's NIC."""
+    if not costs.duplex or not streamed(scenario):
+        return fifo
+    return fifo.stretched(fifo.updates_per_s / fair_share_rate(costs, scenario.num_replicas))
+
+
+def streamed(scenario: Scenario) -> bool:
+    """Whether a PS shard's transfers stream through its NIC (longer than
+    ``inter_link.whole_message_bytes``), so that concurrent ones share it;
+    shorter transfers arrive whole and are served in turn."""
+    window = scenario.cluster.inter_link.whole_message_bytes
+    shard_bytes = scenario.workload.gradient_bytes / plan(scenario).options.get("num_shards", 1)
+    return window is not None and shard_bytes > window
+
+
+def fifo_update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
+    t = scenario.training
+    workers = scenario.num_replicas
+    return asyncps.simulate_async(
+        workers,
+        t.steps * workers,
+        costs.worker_compute_s(workers),
+        t.compute_distribution,
+        sigma=t.compute_sigma,
+        push_s=float(costs.push_s),
+        pull_s=float(costs.pull_s),
+        ps_service_s=float(costs.ps_service_s),
+        seed=t.seed,
+        duplex=costs.duplex,
+        ps_request_s=float(costs.ps_request_s),
+        ps_apply_s=float(costs.ps_apply_s),
+    )

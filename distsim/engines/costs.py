@@ -1,0 +1,176 @@
+"""The costs the engines price a step from, computed once per scenario.
+
+* :class:`StepCosts` (:func:`step_costs`): the scenario's numbers, typed
+  and with their units, that the synchronous step of
+  :mod:`~distsim.engines.steady` and :mod:`~distsim.engines.timeline`, the
+  asynchronous worker below and :func:`distsim.sweep` all read (arrays that
+  broadcast over a sweep's rows; defined in :mod:`distsim.mechanics.stepcosts`,
+  where the collectives' and the memory model's prices read them too);
+* :class:`AsyncCosts` (:func:`async_costs`): an asynchronous
+  parameter-server worker's per-update costs, with the PS's apply
+  (:func:`ps_apply_s`), and the rates they allow: in lockstep
+  (:func:`lockstep_step_s`) and under fair sharing (:func:`fair_share_rate`).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from distsim.engines import asyncps, steady
+from distsim.mechanics.stepcosts import FIELD_PATHS, MODEL_FIELDS, StepCosts, step_costs
+from distsim.mechanics.strategies import StrategyPlan
+from distsim.scenario.presets import load_preset
+
+__all__ = ["FIELD_PATHS", "MODEL_FIELDS", "AsyncCosts", "StepCosts", "async_costs", "fair_share_rate",
+           "lockstep_step_s", "ps_apply_s", "ps_host_memory_Bps", "step_costs"]
+
+
+@dataclass(frozen=True)
+class AsyncCosts:
+    """Per-update costs of an asynchronous PS worker (seconds).
+
+    Attributes:
+        worker_batch: examples per update.
+        compute_s: a worker's time per update besides its transfers.
+        straggler_compute_s: the same for the last worker (equal to
+            ``compute_s`` unless ``cluster.straggler_cores`` is set).
+        push_s, pull_s: a transfer to an idle PS (a push ends with its apply).
+        ps_service_s: PS time each transfer holds (see :func:`async_costs`).
+        ps_request_s: the part of it that is the PS host's own work.
+        ps_apply_s: the PS host's time to apply one pushed gradient, held
+            after the push's bytes are in, one apply at a time.
+        duplex: pushes and pulls queue for their bytes separately.
+    """
+
+    worker_batch: np.ndarray
+    compute_s: np.ndarray
+    straggler_compute_s: np.ndarray
+    push_s: np.ndarray
+    pull_s: np.ndarray
+    ps_service_s: np.ndarray
+    ps_request_s: np.ndarray
+    ps_apply_s: np.ndarray
+    duplex: bool
+
+    def worker_compute_s(self, workers: int) -> np.ndarray:
+        """Each worker's mean compute time (the last may be a straggler); scalar costs only."""
+        compute = np.full(workers, float(self.compute_s))
+        compute[-1] = float(self.straggler_compute_s)
+        return compute
+
+    @property
+    def ps_updates_per_s(self) -> np.ndarray:
+        """Most updates per second the PS can serve (two transfers each)."""
+        service = np.maximum(self.ps_service_s, 1e-300)
+        if not self.duplex:
+            return 1.0 / (2 * service + self.ps_apply_s)
+        # Each direction carries one transfer per update; the host handles both requests and the apply.
+        host = 2 * self.ps_request_s + self.ps_apply_s
+        return 1.0 / np.maximum(np.maximum(service - self.ps_request_s, host), 1e-300)
+
+
+def _worker_compute_s(p: StepCosts, plan_: StrategyPlan) -> np.ndarray:
+    parts = steady.step_parts(p, p.global_batch, plan_)
+    # Each worker reads only its own batch (the PS coordinator hands out per-worker datasets)
+    # and copies all of it to its device: the input of one device running that batch.
+    batch = parts.replica_batch
+    own_input = steady.input_s(steady.one_device_costs(p, batch), batch)
+    device = parts.overhead_s + parts.dispatch_s + parts.forward_s + parts.backward_s
+    return np.where(plan_.prefetch, np.maximum(own_input, device), own_input + device)
+
+
+def async_costs(p: StepCosts, plan_: StrategyPlan) -> AsyncCosts:
+    """Every replica is an asynchronous worker: it computes one replica
+    batch (input prefetched), pushes the gradient and pulls the variables
+    over the inter-worker link. A transfer to an idle PS takes ``latency +
+    request_s + gradient / bandwidth``. Each of ``num_ps`` PS shards serves
+    one transfer at a time and is busy ``request_s + (gradient / num_ps) /
+    bandwidth`` on it. With ``ps_cluster="processes"`` over a
+    ``full_duplex`` link, pushes and pulls queue for their bytes separately,
+    and only ``request_s``, the PS host's time, is shared by both. In an
+    ``in_process`` cluster the one process is busy for the whole transfer,
+    push or pull (its latency is that process's own work). The last worker
+    computes with ``cluster.straggler_cores`` when that is set.
+
+    Every push ends with the PS applying the gradient (:func:`ps_apply_s`):
+    the apply is part of a push to an idle PS; it starts once the push's
+    bytes are in (the worker's own path and the shard's service both done)
+    and queues with the PS host's other work (with one server, its
+    transfers), so each shard applies one gradient at a time."""
+    compute = _worker_compute_s(p, plan_)
+    replicas = p.num_workers * p.devices_per_worker
+    grad = p.gradient_bytes
+    request = p.inter_request_s
+    bandwidth = p.inter_Bps
+    link = p.inter_latency_s + request + grad / bandwidth
+    num_ps = float(plan_.options.get("num_shards", 1))
+    in_process = plan_.ps_cluster == "in_process"
+    apply = ps_apply_s(p, num_ps) * np.ones_like(link)
+    return AsyncCosts(
+        worker_batch=np.broadcast_to(steady.ceil_div(p.global_batch, replicas), np.shape(compute)),
+        compute_s=compute,
+        straggler_compute_s=_worker_compute_s(steady.straggler_costs(p), plan_),
+        push_s=link + apply,
+        pull_s=link,
+        ps_service_s=link if in_process else request + grad / num_ps / bandwidth,
+        ps_request_s=np.zeros_like(link) if in_process else request * np.ones_like(link),
+        ps_apply_s=apply,
+        duplex=not in_process and bool(np.all(p.inter_full_duplex)),
+    )
+
+
+@functools.cache
+def ps_host_memory_Bps() -> float:
+    """Memory bandwidth of a parameter server's host when the workers' devices
+    are accelerators, bytes/s: the CPU device preset ``this_machine_core``'s
+    (one core's streaming rate, an assumption stated in
+    ``distsim/scenario/presets/devices.json``). A cluster has no field for its
+    hosts' memory; TensorFlow keeps a PS task's variables on its CPU and
+    applies the update there (``training_ops.h``'s ``ApplyXYZ`` functors on
+    ``CPUDevice``). One core is a lower bound on the rate: Eigen's thread pool
+    can spread a large apply over more of the host's cores."""
+    return float(load_preset("device", "this_machine_core")[0]["memory_bandwidth_Bps"])
+
+
+def ps_apply_s(p: StepCosts, num_ps) -> np.ndarray:
+    """Seconds a PS shard takes to apply one pushed gradient: its share of
+    the variables' ``num_params x optimizer_bytes_per_param`` (the bytes the
+    update moves, as on a device: :func:`steady.update_s`) over its host's
+    memory bandwidth. CPU workers' PS hosts are the same kind of machine
+    (``cluster.device.memory_bandwidth_Bps``); accelerators' PS hosts are
+    CPUs (:func:`ps_host_memory_Bps`). The ``num_ps`` shards apply their
+    shares at once, each on its own host. With one shard a worker's cycle is
+    never shorter than one device's step (the apply is no faster than the
+    device's own update, and the transfers come on top); with several, the
+    update's memory traffic is spread over their hosts, and a worker on a
+    fast enough link can cycle faster than one device steps (efficiency
+    above 1 by at most ``update x (1 - 1 / num_ps)`` of the step)."""
+    host_Bps = p.memory_bandwidth_Bps if p.device_kind == "cpu" else ps_host_memory_Bps()
+    return p.num_params * p.optimizer_bytes_per_param / host_Bps / num_ps
+
+
+def lockstep_step_s(costs: AsyncCosts, workers: int) -> float:
+    """Seconds per cycle (one update from each worker) when all ``workers``
+    visit every PS station together: each station then holds them for
+    ``workers`` times its per-update demand (the NIC's bytes each way and the
+    host's two requests and the apply: two PS services and an apply), and the slowest worker's own time is added."""
+    return float(np.max(_own_s(costs, workers))) + workers * float(2 * costs.ps_service_s + costs.ps_apply_s)
+
+
+def _own_s(costs: AsyncCosts, workers: int) -> np.ndarray:
+    """Each worker's time per update outside the PS's stations: compute, latencies, its own link."""
+    return costs.worker_compute_s(workers) + float(costs.push_s + costs.pull_s - 2 * costs.ps_service_s
+                                                   - costs.ps_apply_s)
+
+
+def fair_share_rate(costs: AsyncCosts, workers: int) -> float:
+    """Updates per second when concurrent transfers share the PS fairly:
+    each direction of its NIC carries the bytes of one transfer per update,
+    its host serves both requests and the apply, and the rest of a worker's cycle (compute,
+    latencies) is its own (:func:`asyncps.fair_share_updates_per_s`)."""
+    nic_s = float(costs.ps_service_s - costs.ps_request_s)
+    host_s = float(2 * costs.ps_request_s + costs.ps_apply_s)
+    return asyncps.fair_share_updates_per_s(_own_s(costs, workers), [nic_s, nic_s, host_s])
