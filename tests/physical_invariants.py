@@ -79,18 +79,29 @@ def is_async(scenario: distsim.Scenario) -> bool:
 
 
 def epoch_examples(scenario: distsim.Scenario) -> float:
-    """Examples one epoch trains on: a last partial batch is dropped with
-    ``drop_remainder``; under OFF sharding each worker's stream is the whole
-    dataset; with ``b`` backup workers of ``N`` replicas a step
+    """Examples one epoch trains on: the workers' streams (the dataset under
+    DATA; all of it for each worker under OFF; each worker's files under
+    FILE), each less its final partial global batch with ``drop_remainder``;
+    with ``b`` backup workers of ``N`` replicas a step
     applies the gradients of only ``N - b`` replicas, each one replica's
     share of the step's examples (TensorFlow's ``SyncReplicasOptimizer``
     averages ``replicas_to_aggregate`` gradients and drops the rest)."""
     examples, batch = scenario.workload.num_examples, scenario.training.global_batch
-    epoch = examples - examples % batch if scenario.training.drop_remainder else examples
-    if scenario.training.shard_policy == "OFF":
-        # Every worker's stream is the whole dataset, batched by the global batch (its final partial batch
-        # dropped with drop_remainder) and then split among the replicas: each worker trains on all of it.
-        epoch *= scenario.cluster.num_workers
+    drop = scenario.training.drop_remainder
+    policy, workers = scenario.training.shard_policy, scenario.cluster.num_workers
+    if is_async(scenario) or workers == 1 or policy == "DATA":
+        # One stream (asynchronous workers take batches from one pass over the data).
+        streams = [examples]
+    elif policy == "OFF":
+        streams = [examples] * workers  # every worker reads the whole dataset
+    else:
+        # FILE: num_files files of sizes differing by at most one, worker w reading files w, w + W, ...
+        files, extra = divmod(examples, scenario.training.num_files)
+        sizes = [files + (i < extra) for i in range(scenario.training.num_files)]
+        streams = [sum(sizes[w::workers]) for w in range(workers)]
+    # Each stream is batched by the global batch (its final partial batch dropped with drop_remainder),
+    # then split among the replicas.
+    epoch = sum(n - n % batch if drop else n for n in streams)
     n = scenario.num_replicas
     return epoch * (n - scenario.training.backup_workers) / n
 
