@@ -3,7 +3,8 @@
 The oracle is written from the docstrings (see ``tests/oracle/__init__.py``)
 and imports neither ``distsim.engines`` nor ``distsim.mechanics``
 (:func:`test_oracle_is_independent`). Both sides are compared on the mean
-step time over full steps.
+step time over full steps (predict's mean step is its run's time over its
+steps: the steady step when they are full steps of one epoch).
 
 Scenario space (seeded generators in ``tests/oracle/scenarios.py``): GPU
 devices (and, in a third of the sync scenarios, CPU devices whose replicas
@@ -35,7 +36,8 @@ buffer; optimizer of 12/20/28 bytes a parameter; 0-4 metric values.
 
 Not covered: topology presets, NCCL pricing (rings are set to alpha_beta), per_tensor/pack/fusion grouping, FILE sharding,
 backup workers on shared
-CPU cores or with a per-replica dispatch (a strict xfail), two-level PS (local sum, placements),
+CPU cores or with a per-replica dispatch (there the closed form is held to the timeline by the invariants'
+sweep = predict), two-level PS (local sum, placements),
 tpu, in-process and full-duplex PS clusters.
 """
 
