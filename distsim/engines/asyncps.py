@@ -43,7 +43,10 @@ turns and lockstep rhythms of the faster link (``distsim.rhythm_range_s``),
 and lockstep, every worker at every station at once, only shortens as the
 link gets faster. In 150 random asynchronous scenarios with the link 1.1, 2
 and 10 times faster, 11 of 450 steps grew, by at most 5.2 % (16 workers),
-none beyond the faster link's lockstep step.
+none beyond the faster link's lockstep step; with several shards a step grew
+by 10.9 % (32 workers, 3 shards), still below that lockstep. The same
+reordering can shorten a step when the latency or the compute grows
+(``benchmarks/bench_invariants.py`` counts them).
 
 ``benchmarks/bench_async.py`` compares this event queue with the same model in
 SimPy; the plain queue was faster, hence no SimPy dependency.
