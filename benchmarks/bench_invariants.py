@@ -20,7 +20,9 @@ and noisy compute apart) as the
 ``make_scenario(...).replace(...)`` code that rebuilds them.
 The examples are shrunk (``--no-shrink``: as drawn) by dropping each
 replacement and keyword while the same invariant still breaks.
-``--json PATH`` also writes every count and example.
+``--json PATH`` also writes every count and example. ``--jobs K`` checks the
+scenarios in ``K`` processes; the draws are made in order in the parent, so
+the counts do not depend on ``K``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import multiprocessing
 import sys
 import time
 import traceback
@@ -99,9 +102,36 @@ def shrink(spec: dict, invariant: str, factors: dict[str, float]) -> tuple[dict,
     return spec, found
 
 
-def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: bool) -> dict:
+def draws(n: int, seed: int, all_knobs: bool) -> list[tuple[dict, dict[str, float]]]:
+    """The ``n`` valid scenario specs and their knob factors, drawn in order from one seeded generator
+    (the same draws whatever ``--jobs``; rejected draws are counted in ``strategies.REJECTED``)."""
     rng = np.random.default_rng(seed)
     chooser = strategies.RandomChooser(rng)
+    out = []
+    for i in range(n):
+        spec = strategies.scenario_spec(chooser)
+        while strategies.build(spec) is None:
+            spec = strategies.scenario_spec(chooser)
+        knobs = inv.KNOBS if all_knobs else (inv.KNOBS[i % len(inv.KNOBS)],)
+        out.append((spec, {k.invariant: float(np.exp(rng.uniform(np.log(1.01), np.log(100.0)))) for k in knobs}))
+    return out
+
+
+def check_spec(item: tuple[dict, dict[str, float]]) -> dict:
+    """One drawn scenario checked: its label, distribution and violations, or why it was not checked."""
+    spec, factors = item
+    scenario = strategies.build(spec)
+    out = {"name": label(scenario), "distribution": scenario.training.compute_distribution}
+    try:
+        out["found"] = check_one(scenario, factors)
+    except distsim.InputError as exc:
+        out["refused"] = exc.path
+    except Exception as exc:  # noqa: BLE001 - a crash is a finding, recorded with its reproducer
+        out["crash"] = {"error": f"{type(exc).__name__}: {exc}", "where": traceback.format_exc(limit=-3)}
+    return out
+
+
+def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: bool, jobs: int = 1) -> dict:
     counts: collections.Counter = collections.Counter()
     by_strategy: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     by_distribution: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -110,48 +140,44 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: boo
     crashes: list[dict] = []
     examples: dict[str, list] = collections.defaultdict(list)
     strategies.REJECTED.clear()
-    bar = range(n)
+    items = draws(n, seed, all_knobs)
+    drawn = collections.Counter(strategies.REJECTED)  # before checking and shrinking build more
+    pool = multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else None
+    outcomes = pool.imap(check_spec, items, chunksize=8) if pool else map(check_spec, items)
     if progress:
         from tqdm import tqdm
-        bar = tqdm(bar, unit="scenario", mininterval=2.0)
-    for i in bar:
-        spec = strategies.scenario_spec(chooser)
-        scenario = strategies.build(spec)
-        while scenario is None:
-            spec = strategies.scenario_spec(chooser)
-            scenario = strategies.build(spec)
-        knobs = inv.KNOBS if all_knobs else (inv.KNOBS[i % len(inv.KNOBS)],)
-        factors = {k.invariant: float(np.exp(rng.uniform(np.log(1.01), np.log(100.0)))) for k in knobs}
-        name = label(scenario)
-        try:
-            found = check_one(scenario, factors)
-        except distsim.InputError as exc:
-            refused[exc.path] += 1
+        outcomes = tqdm(outcomes, total=n, unit="scenario", mininterval=2.0)
+    for (spec, factors), outcome in zip(items, outcomes):
+        name = outcome["name"]
+        if "refused" in outcome:
+            refused[outcome["refused"]] += 1
             continue
-        except Exception as exc:  # noqa: BLE001 - a crash is a finding, recorded with its reproducer
-            crashes.append({"error": f"{type(exc).__name__}: {exc}", "where": traceback.format_exc(limit=-3),
-                            "spec": spec})
+        if "crash" in outcome:
+            crashes.append({**outcome["crash"], "spec": spec})
             continue
         checked[name] += 1
-        for violation in found:
+        for violation in outcome["found"]:
             counts[violation.invariant] += 1
             by_strategy[name][violation.invariant] += 1
-            by_distribution[scenario.training.compute_distribution][violation.invariant] += 1
+            by_distribution[outcome["distribution"]][violation.invariant] += 1
             # Deterministic and noisy examples apart: noise brings causes of its own (statistics).
-            noise = "deterministic" if scenario.training.compute_distribution == "deterministic" else "noisy"
+            noise = "deterministic" if outcome["distribution"] == "deterministic" else "noisy"
             kept = examples[f"{violation.invariant} ({noise})"]
             kept.append({"size": size(spec), "strategy": name, "detail": violation.detail, "spec": spec,
                          "factors": factors, "invariant": violation.invariant})
             kept.sort(key=lambda e: e["size"])
             del kept[EXAMPLES_KEPT:]
-    drawn = collections.Counter(strategies.REJECTED)  # before shrinking builds more
+    if pool:
+        pool.close()
+        pool.join()
     if shrink_examples:
         for kept in examples.values():
             for e in kept:
                 small, found = shrink(e["spec"], e["invariant"], e["factors"])
                 if found is not None:
                     e.update(spec=small, detail=found.detail, shrunk=True)
-    return {"n": n, "seed": seed, "all_knobs": all_knobs, "checked": dict(checked), "violations": dict(counts),
+    return {"n": n, "seed": seed, "all_knobs": all_knobs, "jobs": jobs, "checked": dict(checked),
+            "violations": dict(counts),
             "by_strategy": {k: dict(v) for k, v in sorted(by_strategy.items())},
             "by_distribution": {k: dict(v) for k, v in sorted(by_distribution.items())},
             "rejected_draws": {k: v for k, v in drawn.items() if k != "ok"}, "built": drawn["ok"],
@@ -204,11 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-shrink", action="store_true", help="print the examples as drawn, not shrunk")
     parser.add_argument("--json", type=Path, help="also write the counts and examples to this JSON file")
     parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes checking scenarios (default 1); "
+                        "the draws and counts do not depend on it")
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error(f"--n={args.n}; allowed: an integer >= 1")
+    if args.jobs < 1:
+        parser.error(f"--jobs={args.jobs}; allowed: an integer >= 1")
     start = time.perf_counter()
-    out = run(args.n, args.seed, args.all_knobs, not args.no_progress, not args.no_shrink)
+    out = run(args.n, args.seed, args.all_knobs, not args.no_progress, not args.no_shrink, args.jobs)
     out["wall_s"] = round(time.perf_counter() - start, 1)
     print(report(out))
     print(f"wall time {out['wall_s']} s (a shared machine: not a speed measurement)")

@@ -6,15 +6,19 @@ Each check takes a scenario (and its prediction) and returns a list of
 what a step *is*, not from the engine's code:
 
 * a replica cannot do more than one device's work: efficiency <= 1, strong
-  speedup <= N replicas (no mechanism in the model makes one replica of a
-  cluster faster than the same device alone: per-replica batches never
-  change a device's FLOP rate, and each worker brings at most its own host);
+  speedup <= N replicas (per-replica batches never change a device's FLOP
+  rate, and each worker brings at most its own host), but for one stated
+  mechanism: asynchronous workers whose PS has several shards leave part of
+  the update to the shards' hosts (:func:`sharded_apply_bound`);
 * one replica that communicates with nobody runs exactly the baseline, so
   its efficiency is 1 under any noise (the baseline draws from the same
   compute distribution);
 * more bandwidth never slows a step, more latency never speeds it up, and
   more compute per example never speeds it up (the step is a max-plus
-  composition of costs, monotone in each of them);
+  composition of costs, monotone in each of them), with one stated
+  exception: an asynchronous PS's FIFO queues can lock into a slower rhythm
+  on a faster link, never slower than that link's lockstep bound
+  (``distsim/engines/asyncps.py``; :func:`distsim.rhythm_range_s`);
 * throughput x epoch time is the epoch's examples, to within the one
   partial global batch an epoch may end on;
 * every summary number is finite and positive (comm_fraction in [0, 1]);
@@ -75,10 +79,32 @@ def is_async(scenario: distsim.Scenario) -> bool:
     return scenario.strategy.resolved_mode == "async"
 
 
-def epoch_examples(scenario: distsim.Scenario) -> int:
-    """Examples one epoch trains on: a last partial batch is dropped with ``drop_remainder``."""
+def epoch_examples(scenario: distsim.Scenario) -> float:
+    """Examples one epoch trains on: the workers' streams (the dataset under
+    DATA; all of it for each worker under OFF; each worker's files under
+    FILE), each less its final partial global batch with ``drop_remainder``;
+    with ``b`` backup workers of ``N`` replicas a step
+    applies the gradients of only ``N - b`` replicas, each one replica's
+    share of the step's examples (TensorFlow's ``SyncReplicasOptimizer``
+    averages ``replicas_to_aggregate`` gradients and drops the rest)."""
     examples, batch = scenario.workload.num_examples, scenario.training.global_batch
-    return examples - examples % batch if scenario.training.drop_remainder else examples
+    drop = scenario.training.drop_remainder
+    policy, workers = scenario.training.shard_policy, scenario.cluster.num_workers
+    if is_async(scenario) or workers == 1 or policy == "DATA":
+        # One stream (asynchronous workers take batches from one pass over the data).
+        streams = [examples]
+    elif policy == "OFF":
+        streams = [examples] * workers  # every worker reads the whole dataset
+    else:
+        # FILE: num_files files of sizes differing by at most one, worker w reading files w, w + W, ...
+        files, extra = divmod(examples, scenario.training.num_files)
+        sizes = [files + (i < extra) for i in range(scenario.training.num_files)]
+        streams = [sum(sizes[w::workers]) for w in range(workers)]
+    # Each stream is batched by the global batch (its final partial batch dropped with drop_remainder),
+    # then split among the replicas.
+    epoch = sum(n - n % batch if drop else n for n in streams)
+    n = scenario.num_replicas
+    return epoch * (n - scenario.training.backup_workers) / n
 
 
 def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Violation]:
@@ -87,9 +113,9 @@ def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Vi
     out = _finite_positive(scenario, result)
     if out:
         return out  # the comparisons below mean nothing on NaN
-    if s.efficiency > 1 + RTOL:
+    if s.efficiency > sharded_apply_bound(scenario, result) * (1 + RTOL):
         out.append(Violation("efficiency<=1", f"efficiency={s.efficiency:.6g} with {n} replicas"))
-    if s.strong_speedup > n * (1 + RTOL):
+    if s.strong_speedup > n * sharded_apply_bound(scenario, result) * (1 + RTOL):
         out.append(Violation("strong_speedup<=N", f"strong_speedup={s.strong_speedup:.6g} > {n} replicas"))
     if n == 1 and scenario.strategy.name in ALONE and not uses_ps(scenario) and abs(s.efficiency - 1) > RTOL:
         out.append(Violation("one_replica_efficiency=1", f"efficiency={s.efficiency!r} (strategy "
@@ -97,8 +123,28 @@ def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Vi
     product, examples = s.throughput_samples_per_s * s.epoch_time_s, epoch_examples(scenario)
     if abs(product - examples) > scenario.training.global_batch + RTOL * examples:
         out.append(Violation("throughput*epoch=examples", f"throughput x epoch_time = {product:.6g} examples, "
-                             f"the epoch has {examples:,} (global batch {scenario.training.global_batch:,})"))
+                             f"the epoch trains on {examples:,.6g} (global batch {scenario.training.global_batch:,})"))
     return out
+
+
+def sharded_apply_bound(scenario: distsim.Scenario, result: distsim.Result) -> float:
+    """The most an efficiency may exceed 1 by: 1, but for asynchronous workers
+    whose PS has ``k > 1`` shards, one device's step over that step less
+    ``update x (1 - 1 / k)``. The stated mechanism (``ps_apply_s`` in
+    ``distsim/engines/costs.py``): the shards apply their shares of the
+    update on their own hosts at once, so a worker need not wait for the
+    whole update's memory traffic that one device runs itself. The update is
+    ``num_params x optimizer_bytes_per_param / memory_bandwidth_Bps`` of the
+    device (steady.py's docstring), one device's step the replica batch over
+    the weak baseline's throughput."""
+    shards = scenario.strategy.num_ps or 1
+    if not is_async(scenario) or shards == 1:
+        return 1.0
+    s, w, d = result.summary, scenario.workload, scenario.cluster.device
+    update = w.num_params * scenario.training.optimizer_bytes_per_param / d.memory_bandwidth_Bps
+    replica_batch = -(-scenario.training.global_batch // scenario.num_replicas)
+    step = replica_batch / (s.throughput_samples_per_s / s.speedup)
+    return step / max(step - update * (1 - 1 / shards), 1e-300)
 
 
 def _finite_positive(scenario: distsim.Scenario, result: distsim.Result) -> list[Violation]:
@@ -174,6 +220,11 @@ def check_monotone(scenario: distsim.Scenario, result: distsim.Result, knob: Kno
     changed = scenario.replace(path, after)
     t0, t1 = result.summary.step_time_s, predict(changed).summary.step_time_s
     wrong = t1 < t0 * (1 - RTOL) if knob.slower else t1 > t0 * (1 + RTOL)
+    if wrong and not knob.slower and is_async(scenario) and t1 <= distsim.rhythm_range_s(changed)[1] * (1 + RTOL):
+        # The stated mechanism (distsim/engines/asyncps.py docstring): FIFO queues at the PS lock into a
+        # rhythm, and a faster link can change who waits behind whom; the step stays at most the faster link's
+        # lockstep bound (every worker at every station at once), which only falls as bandwidth grows.
+        return []
     if not wrong:
         return []
     return [Violation(knob.invariant, f"{path} {before:.6g} -> {after:.6g}: step_time_s {t0:.9g} -> {t1:.9g} "

@@ -178,11 +178,12 @@ def _training(c: Chooser, workload: str, replicas: int, workers: int, async_: bo
         "input_threads": c.one_of([1, 1, 2, 8, 64]),
         "shuffle_buffer": c.one_of([0, 0, 1024, 10_000]),
         "compute_distribution": c.one_of(distributions),
-        "compute_sigma": c.log_uniform(0.01, 1.0),
         "seed": c.integer(0, 2**31 - 1),
         "optimizer_bytes_per_param": c.one_of([12, 20, 28]),
         "drop_remainder": c.coin(0.3),
     }
+    if out["compute_distribution"] == "lognormal":  # the rules refuse a sigma for any other distribution
+        out["compute_sigma"] = c.log_uniform(0.01, 1.0)
     policy = c.one_of(SHARD_POLICIES)
     out["shard_policy"] = policy
     if policy == "FILE":

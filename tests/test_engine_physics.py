@@ -47,10 +47,12 @@ def test_one_device_under_noise_mean_step_median_step_and_efficiency_exactly_one
                       compute_distribution="exponential", prefetch=False)
     r = distsim.predict(s).summary
     fixed, compute = _cpu_step_parts(s, 64)
-    steady = fixed + compute * _exponential_factors(STEPS)[1:]  # step 0 opens the epoch
-    assert r.step_time_s == pytest.approx(np.mean(steady), rel=1e-9)  # rel 1e-9: float summation order
-    assert r.median_step_time_s == pytest.approx(np.median(steady), rel=1e-9)
-    assert r.throughput_samples_per_s == pytest.approx(64 / np.mean(steady), rel=1e-9)
+    every = fixed + compute * _exponential_factors(STEPS)  # no prefetch: each step is its input, then its device work
+    # The mean step is the run's total time over its steps, the first (epoch-opening) step included;
+    # the median is of the steps that open no epoch. rel 1e-9: float summation order.
+    assert r.step_time_s == pytest.approx(np.mean(every), rel=1e-9)
+    assert r.median_step_time_s == pytest.approx(np.median(every[1:]), rel=1e-9)
+    assert r.throughput_samples_per_s == pytest.approx(64 / np.mean(every), rel=1e-9)
     assert r.efficiency == 1.0 and r.speedup == 1.0 and r.strong_speedup == 1.0  # its own baseline, draw for draw
     # An epoch: 937 steps of 64 and one of 32: examples x time agree within one global batch.
     assert abs(r.throughput_samples_per_s * r.epoch_time_s - s.workload.num_examples) <= 64
@@ -72,7 +74,8 @@ def test_baselines_are_drawn_from_the_same_distribution():
     s = make_scenario("this_machine_core", "mnist_mlp", "mirrored", devices_per_worker=4, global_batch=64,
                       steps=STEPS, compute_distribution="exponential", prefetch=False)
     r = distsim.predict(s).summary
-    mean_factor = np.mean(_exponential_factors(STEPS, replicas=4)[1:])  # replica 0 of 4; epochs >= 938 steps long
+    # Replica 0 of 4, every step of the run (its total time); epochs >= 938 steps long, so no partial step.
+    mean_factor = np.mean(_exponential_factors(STEPS, replicas=4))
     weak = 16 / sum(x * f for x, f in zip(_cpu_step_parts(s, 16), (1.0, mean_factor)))
     strong = 64 / sum(x * f for x, f in zip(_cpu_step_parts(s, 64), (1.0, mean_factor)))
     assert r.throughput_samples_per_s == pytest.approx(64 / r.step_time_s, rel=1e-12)

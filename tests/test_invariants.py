@@ -55,14 +55,12 @@ def test_every_summary_number_is_finite_and_positive(case):
     _only("finite_positive", case)
 
 
-@pytest.mark.xfail(strict=False, reason="open, see issue 24 note: backup workers count the whole global batch though the step aggregates fewer examples (G2, open); async baseline replays only worker 0's first draws")
 @settings(max_examples=300, **_SETTINGS)
 @given(scenarios())
 def test_efficiency_is_at_most_one(case):
     _only("efficiency<=1", case)
 
 
-@pytest.mark.xfail(strict=False, reason="open, see issue 24 note: same open causes as efficiency <= 1 (G2: backup workers' throughput)")
 @settings(max_examples=200, **_SETTINGS)
 @given(scenarios())
 def test_strong_speedup_is_at_most_the_replicas(case):
@@ -76,14 +74,12 @@ def test_one_replica_alone_has_efficiency_one_under_any_noise(case):
     _only("one_replica_efficiency=1", case)
 
 
-@pytest.mark.xfail(strict=False, reason="open, see issue 24 note: throughput is the steady full-step rate while epoch_time_s includes the exposed shuffle fill (E) and the epoch's first step (F): open, needs one definition of throughput over the total simulated time")
 @settings(max_examples=300, **_SETTINGS)
 @given(scenarios())
 def test_throughput_times_epoch_time_is_the_epoch_within_one_global_batch(case):
     _only("throughput*epoch=examples", case)
 
 
-@pytest.mark.xfail(strict=False, reason="open, see issue 24 note: step_time_s is the mean of steady steps, which leaves out the first step and can shrink when compute grows (F); deterministic FIFO async PS can lock into another rhythm when bandwidth grows (asyncfix report)")
 @pytest.mark.parametrize("knob", inv.KNOBS, ids=[k.invariant for k in inv.KNOBS])
 @settings(max_examples=100, **_SETTINGS)
 @given(case=scenarios(), factor=FACTORS)
@@ -92,7 +88,6 @@ def test_step_time_moves_the_right_way(knob, case, factor):
     _assert_none(inv.check_monotone(case.scenario, distsim.predict(case.scenario), knob, factor, LATENCY_FLOOR_S))
 
 
-@pytest.mark.xfail(strict=False, reason="open, see issue 24 note: the scenario generator draws compute_sigma for every distribution, which the bad-input rules now refuse unless lognormal, so every deterministic draw is rejected (Unsatisfiable): generator to fix")
 @settings(max_examples=200, **_SETTINGS)
 @given(scenarios(distributions=("deterministic",)))
 def test_a_sweep_row_is_the_prediction(case):

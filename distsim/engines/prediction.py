@@ -5,10 +5,28 @@ or the asynchronous parameter-server simulation (:mod:`distsim.engines.asyncps`)
 and returns a :class:`~distsim.results.result.Result` with
 ``source="predicted"``: the same type real runs produce.
 
-Throughput is examples over the simulated time they took: the steady
-(full, not epoch-opening) steps' examples over their summed times, i.e. the
-global batch over the *mean* step (``Summary.step_time_s``); the median step
-is reported apart (``Summary.median_step_time_s``).
+One time defines the summary: the run's *total simulated time*, from the
+start of the first of its ``training.steps`` steps to the start of the step
+after its last (:func:`distsim.engines.timeline.run_time_s`; with prefetch a
+step starts when its host takes the prefetched batch, so the first read,
+which no step overlaps, is left out as from a warm pipeline), every epoch's
+shuffle fill and final (partial) step included.
+:func:`distsim.engines.steady.run_time_s` is the same time in closed form,
+which :func:`distsim.sweep` reports. Throughput is the examples the run's
+steps aggregate over that time (with backup workers, the first ``N - b``
+replicas' share: :func:`distsim.engines.steady.aggregated_share`); the mean
+step (``Summary.step_time_s``) is that time over the steps, and the epoch
+(``Summary.epoch_time_s``) ``steps_per_epoch`` mean steps, so throughput x
+epoch time is the epoch's examples to within one global batch, and a run of
+whole epochs gives the steady epoch exactly. Every cost enters the total as
+a max-plus sum from one start, so the mean step never shrinks when a cost
+grows (a mean of step durations after the first would not be: the first
+step can absorb more of a growth than the last). A run shorter than an
+epoch holds no shuffle fill and no final step: simulate whole epochs for an
+epoch time that counts them.
+The median of the full steps after an epoch's first is reported apart
+(``Summary.median_step_time_s``), the figure to hold against a measured
+median step.
 
 Two speedups, both throughput relative to one device of the same kind with
 the same input pipeline: ``speedup`` (weak scaling) against that device
@@ -88,25 +106,23 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
     run = timeline.simulate(scenario, p)
     model = steady.step_model(scenario, p)
     steps = run.step_times_s
+    total = run.run_time_s
+    mean = total / t.steps
     full = (run.global_examples == t.global_batch) & ~run.epoch_start
-    mean_full = float(np.mean(steps[full])) if full.any() else float(model.step_time_s)
-    # The epoch: the model's fill and final step, the simulated full steps (stragglers included).
-    epoch = float(model.epoch_time_s) + float(model.steps_per_epoch - 1) * (mean_full - float(model.step_time_s))
-    # An epoch of one or two steps may have no full step outside an epoch's start: use the model's.
-    median = float(np.median(steps[full])) if full.any() else float(model.step_time_s)
-    throughput = t.global_batch / mean_full
-    weak, strong = baseline_throughputs(scenario, model)
+    # An epoch of one or two steps may have no full step outside an epoch's start: the median of all steps.
+    median = float(np.median(steps[full] if full.any() else steps))
+    throughput = float(np.sum(run.global_examples)) * steady.aggregated_share(scenario) / total
+    weak, strong = baseline_throughputs(scenario)
     speedup = throughput / weak
-    exposed = float(np.mean(run.exposed_comm_s[full])) if full.any() else float(model.exposed_comm_s)
     neck = bottleneck.of_sync(scenario, plan_, model.parts)
     summary = Summary(
-        step_time_s=mean_full,
+        step_time_s=mean,
         median_step_time_s=median,
         throughput_samples_per_s=throughput,
         speedup=speedup,
         efficiency=speedup / scenario.num_replicas,
-        comm_fraction=exposed / mean_full,
-        epoch_time_s=epoch,
+        comm_fraction=float(np.sum(run.exposed_comm_s)) / total,
+        epoch_time_s=float(model.steps_per_epoch) * mean,
         strong_speedup=throughput / strong,
         steps_per_epoch=int(model.steps_per_epoch),
         memory_bytes_per_replica=float(footprint.total_bytes),
@@ -126,26 +142,24 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
     )
 
 
-def baseline_throughputs(scenario: Scenario, model: steady.ModelOutput) -> tuple[float, float]:
+def baseline_throughputs(scenario: Scenario) -> tuple[float, float]:
     """Examples/s of the weak (one replica's batch) and strong (the global
     batch) one-device baselines, each simulated with the scenario's compute
-    distribution and seed (:func:`distsim.engines.timeline.one_device_run`)."""
+    distribution, seed and steps (:func:`distsim.engines.timeline.one_device_run`)."""
     replica_batch = int(-(-scenario.training.global_batch // scenario.num_replicas))
-    weak = _simulated_throughput(scenario, replica_batch, float(model.baseline_throughput_samples_per_s))
+    weak = _simulated_throughput(scenario, replica_batch)
     if replica_batch == scenario.training.global_batch:
         return weak, weak
-    return weak, _simulated_throughput(scenario, scenario.training.global_batch,
-                                       float(model.strong_baseline_throughput_samples_per_s))
+    return weak, _simulated_throughput(scenario, scenario.training.global_batch)
 
 
-def _simulated_throughput(scenario: Scenario, batch: int, closed_form: float) -> float:
-    """``batch`` over the mean steady step of the one-device run; ``closed_form``
-    when its few steps hold no full step outside an epoch's start. Simulated
-    under deterministic compute too, where it equals ``closed_form`` but for
-    rounding, so that a one-device scenario's efficiency is 1 exactly."""
+def _simulated_throughput(scenario: Scenario, batch: int) -> float:
+    """The one-device run's examples over its total simulated time. Simulated
+    under deterministic compute too, where it equals the closed form's
+    (:func:`distsim.engines.steady.run_time_s`) but for rounding, so that a
+    one-device scenario's efficiency is 1 exactly."""
     run = timeline.one_device_run(scenario, batch)
-    full = (run.global_examples == batch) & ~run.epoch_start
-    return batch / float(np.mean(run.step_times_s[full])) if full.any() else closed_form
+    return float(np.sum(run.global_examples)) / run.run_time_s
 
 
 def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
@@ -160,8 +174,7 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
     rate = log.updates_per_s
     batch = float(costs.worker_batch)
     throughput = rate * batch
-    model = steady.step_model(scenario, p)
-    weak, strong = baseline_throughputs(scenario, model)
+    weak, strong = baseline_throughputs(scenario)
     speedup = throughput / weak
     cycle = workers / rate
     step_times = np.diff(np.concatenate([[0.0], log.apply_time_s])) * workers

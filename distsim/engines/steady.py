@@ -44,8 +44,11 @@ The model, per step and per replica (all times in seconds):
   all-reduces each of its ``metric_values`` scalar metric variables after
   the update, one after another: latency-bound collectives of 4 bytes.
 
-:func:`step_model` gives the deterministic steady-state step time,
-vectorised over NumPy arrays of the numeric fields (the sweep uses it);
+:func:`step_model` gives the deterministic steady-state step time and the
+run's total time (:func:`run_time_s`: ``training.steps`` step-to-step
+intervals, every epoch's fill and final step included, the one time that
+throughput, the mean step and the epoch are defined from), vectorised over
+NumPy arrays of the numeric fields (the sweep uses it);
 :mod:`distsim.engines.timeline` simulates the same model step by step with
 stragglers. With deterministic compute the two agree exactly.
 """
@@ -327,20 +330,14 @@ def critical_replica(p: StepCosts, global_examples, dispatch, collectives: Colle
     with the same cores. A worker's replicas form three blocks (batch ``c``,
     the remainder, 0); in each the last-dispatched one ends last, so the
     worker ends at the latest of those three: ``start + forward +
-    max(backward, chain)``. With backup workers the step aggregates the
-    first ``N - b`` backward passes to end: the replica at local index
-    ``ceil((N - b) / workers) - 1`` on every worker.
+    max(backward, chain)``. Backup workers: :func:`_backup_critical`.
     """
     workers, local = p.num_workers, p.devices_per_worker
     examples = np.asarray(global_examples, dtype=float)
     chunk = ceil_div(examples, workers * local).astype(float)
     first = worker * local  # the worker's first replica
     full = np.clip(examples // chunk - first, 0, local)  # its replicas with a whole chunk
-    if collectives is not None and collectives.backup_workers:
-        kept = workers * local - collectives.training.backup_workers
-        index = [ceil_div(kept, workers) - 1.0]
-    else:
-        index = [np.maximum(full - 1.0, 0.0), np.minimum(full, local - 1.0), local - 1.0]
+    index = [np.maximum(full - 1.0, 0.0), np.minimum(full, local - 1.0), local - 1.0]
     per_example, launch = seconds_per_example(p), launch_s(p)
     shared = shares_cores(p)
     best = None
@@ -375,16 +372,19 @@ def step_parts(p: StepCosts, global_examples, plan_: StrategyPlan, collectives: 
     workers = p.num_workers
     local = p.devices_per_worker
     b = ceil_div(global_examples, workers * local).astype(float)
-    last = int(np.unique(workers).item()) - 1
-    candidates = [(p, 0)] if straggler is None else [(straggler, last)] + ([(p, 0)] if last else [])
-    best = None
-    for q_params, worker in candidates:
-        overhead, dispatch = host_costs_s(q_params, plan_)
-        end, start, compute, chain = critical_replica(q_params, global_examples, dispatch, collectives, worker)
-        end = overhead + np.maximum(end, local * dispatch)
-        row = (end, overhead, dispatch, start, compute, chain)
-        best = row if best is None else tuple(np.where(end > best[0], new, old) for new, old in zip(row, best))
-    _, overhead, dispatch, start, compute, chain = best
+    if collectives is not None and collectives.backup_workers:
+        overhead, start, compute, chain, host = _backup_critical(p, straggler, global_examples, plan_, collectives)
+    else:
+        last = int(np.unique(workers).item()) - 1
+        candidates = [(p, 0)] if straggler is None else [(straggler, last)] + ([(p, 0)] if last else [])
+        best = None
+        for q_params, worker in candidates:
+            overhead, dispatch = host_costs_s(q_params, plan_)
+            end, start, compute, chain = critical_replica(q_params, global_examples, dispatch, collectives, worker)
+            end = overhead + np.maximum(end, local * dispatch)
+            row = (end, overhead, local * dispatch, start, compute, chain)
+            best = row if best is None else tuple(np.where(end > best[0], new, old) for new, old in zip(row, best))
+        _, overhead, host, start, compute, chain = best
     return StepParts(
         replica_batch=b,
         input_s=input_s(p, global_examples) * np.ones_like(b),
@@ -395,8 +395,47 @@ def step_parts(p: StepCosts, global_examples, plan_: StrategyPlan, collectives: 
         comm_chain_s=chain * np.ones_like(b),
         update_s=update_s(p) * np.ones_like(b),
         metric_comm_s=np.asarray(metric_comm, dtype=float) * np.ones_like(b),
-        host_dispatch_s=local * dispatch * np.ones_like(b),
+        host_dispatch_s=host * np.ones_like(b),
     )
+
+
+def _backup_critical(p: StepCosts, straggler: StepCosts | None, global_examples, plan_: StrategyPlan,
+                     collectives: Collectives) -> tuple[np.ndarray, ...]:
+    """(overhead, start, compute, comm chain, host dispatch) of a step with
+    backup workers: the step sums the gradients of the first ``N - b``
+    replicas to finish their backward pass, so its critical replica is the
+    ``(N - b)``-th to finish among all replicas (every worker's, the last
+    worker's with ``straggler``'s cores), each starting as
+    :func:`critical_replica` says (own hardware: after its dispatch; shared
+    cores: also after the replica before it). A replica its host has not
+    dispatched by then updates once dispatched: ``host dispatch`` is the
+    last host's dispatch end, counted from the critical replica's host's
+    overhead end."""
+    workers = int(np.unique(p.num_workers).item())
+    local = int(np.unique(p.devices_per_worker).item())
+    examples = np.asarray(global_examples, dtype=float)
+    chunk = ceil_div(examples, workers * local).astype(float)
+    columns: list[tuple[np.ndarray, ...]] = []  # per replica: overhead, start, compute, the host's dispatch end
+    for w in range(workers):
+        q_params = straggler if straggler is not None and w == workers - 1 else p
+        overhead, dispatch = host_costs_s(q_params, plan_)
+        per_example, launch, shared = seconds_per_example(q_params), launch_s(q_params), shares_cores(q_params)
+        previous_end = None
+        for j in range(local):
+            q = np.maximum(np.clip(examples - (w * local + j) * chunk, 0.0, chunk) * per_example, launch)
+            start = (j + 1) * dispatch
+            if previous_end is not None:
+                start = np.where(shared, np.maximum(start, previous_end), start)
+            previous_end = start + q
+            columns.append((overhead, start, q, overhead + local * dispatch))
+    shape = np.broadcast_shapes(*(np.shape(x) for col in columns for x in col))
+    overhead, start, compute, host_end = (np.stack([np.broadcast_to(col[i], shape) for col in columns], axis=-1)
+                                          for i in range(4))
+    kept = workers * local - collectives.training.backup_workers
+    k = np.argpartition(overhead + start + compute, kept - 1, axis=-1)[..., kept - 1:kept]
+    pick = [np.take_along_axis(x, k, axis=-1)[..., 0] for x in (overhead, start, compute)]
+    chain = pick[2] * 2 / 3 + collectives.chain_s(p, 0.0)  # the whole gradient's collective (and pull) after it
+    return pick[0], pick[1], pick[2], chain, host_end.max(axis=-1) - pick[0]
 
 
 def step_time_s(parts: StepParts, prefetch) -> np.ndarray:
@@ -422,23 +461,37 @@ def fill_s(p: StepCosts, prefetch) -> np.ndarray:
     return np.where(prefetch, t, 0.0)
 
 
-def epoch_time_s(full: StepParts, last: StepParts, steps, fill, prefetch) -> np.ndarray:
-    """Seconds of an epoch in the steady state of many epochs: ``steps - 1``
-    full steps, then the final step (``last``).
+def run_time_s(full: StepParts, last: StepParts, steps_per_epoch, fill, prefetch: bool, steps: int) -> np.ndarray:
+    """Total simulated time of a run of ``steps`` steps, seconds: from the
+    start of its first step until the start of the step after its last
+    (:func:`distsim.engines.timeline.run_time_s`), so each step counts one
+    step-to-step interval.
 
-    Without prefetch every step is its input then its device work. With
-    prefetch the host reads step k+1's batch while the devices run step k,
-    so from one step's start to the next's is ``max(device_k, input_{k+1})``;
-    the input after the final step is the next epoch's first batch with the
-    shuffle-buffer ``fill`` before it. A fill shorter than the final step's
-    device time is hidden, and a short final step exposes the part of the
-    next batch's read it cannot cover.
+    The steps follow the epoch (``steps_per_epoch - 1`` full steps, then the
+    final one, ``last``; cycled from an epoch's first), and every epoch's
+    first batch waits for the shuffle ``fill``. Without prefetch a step is
+    its input then its device work. With prefetch the host reads step k's
+    batch while step k-1's devices run, so step k starts ``max(input_k +
+    fill_k, device_{k-1})`` after step k-1. The intervals are counted by
+    kind; a run of whole epochs is that many times
+    the steady epoch of :func:`distsim.engines.steady.step_model`'s parts.
     """
-    alternating = (steps - 1) * (full.input_s + full.device_s) + last.input_s + last.device_s
-    before_last = (steps - 2) * np.maximum(full.device_s, full.input_s) + np.maximum(full.device_s, last.input_s)
-    next_read = fill + np.where(steps >= 2, full.input_s, last.input_s)
-    ahead = np.where(steps >= 2, before_last, 0.0) + np.maximum(last.device_s, next_read)
-    return np.where(prefetch, ahead, alternating)
+    n, S = int(steps), np.asarray(steps_per_epoch)
+    finals = n // S  # steps in [0, n) that end an epoch (all of them when S == 1)
+    if not prefetch:
+        return (n - finals) * (full.input_s + full.device_s) + finals * (last.input_s + last.device_s)
+    opener = np.where(S == 1, last.input_s, full.input_s) + fill
+    openers = n // S  # steps k in [1, n] that open an epoch
+    closers = np.where(S == 1, 0, (n + 1) // S)  # k in [1, n] that end one (S == 1: they are the openers)
+    middle = np.where(S == 1, 0, n - openers - closers)
+    return (openers * np.maximum(opener, last.device_s) + middle * np.maximum(full.input_s, full.device_s)
+            + closers * np.maximum(last.input_s, full.device_s))
+
+
+def run_steps(steps_per_epoch, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Of a run's ``steps`` steps: (full steps, epoch-final steps)."""
+    finals = int(steps) // np.asarray(steps_per_epoch)
+    return int(steps) - finals, finals
 
 
 def epoch_plan(p: StepCosts) -> sharding.Epoch:
@@ -461,20 +514,29 @@ def epoch_plan(p: StepCosts) -> sharding.Epoch:
 class ModelOutput:
     """Deterministic predictions of :func:`step_model` (arrays).
 
+    The summary numbers share one time, the run's: ``training.steps``
+    step-to-step intervals (:func:`run_time_s`), as :func:`distsim.predict`
+    simulates them. Throughput is the examples the run's steps aggregate over
+    that time, the mean step that time over the steps, and an epoch
+    ``steps_per_epoch`` mean steps.
+
     Attributes:
-        step_time_s: seconds per full step.
-        exposed_comm_s: all-reduce seconds per step not hidden by the backward pass.
-        epoch_time_s: seconds per epoch in the steady state of many epochs
-            (:func:`epoch_time_s`: full steps, the final step, the
-            shuffle fill where the final step does not hide it).
+        step_time_s: seconds per full step in the steady state (the step
+            the pieces in ``parts`` make up).
+        exposed_comm_s: all-reduce seconds per full step not hidden by the backward pass.
+        epoch_time_s: ``steps_per_epoch x mean_step_time_s``, seconds.
         steps_per_epoch: steps in one epoch.
-        throughput_samples_per_s: examples per second in a full step.
+        throughput_samples_per_s: the run's aggregated examples over its
+            total time, examples/s.
         baseline_throughput_samples_per_s: one device of the same kind running
-            one replica's batch (weak scaling's baseline), examples/s.
+            one replica's batch (weak scaling's baseline) for the same steps, examples/s.
         strong_baseline_throughput_samples_per_s: one device running the
             whole global batch (strong scaling's baseline), examples/s.
         parts: the pieces of the slowest worker's full step (what
             :mod:`distsim.engines.bottleneck` names the bottleneck from).
+        run_time_s: the run's total simulated time, seconds.
+        mean_step_time_s: ``run_time_s / training.steps``, seconds.
+        run_exposed_comm_s: the run's exposed all-reduce seconds, summed over its steps.
     """
 
     step_time_s: np.ndarray
@@ -485,6 +547,9 @@ class ModelOutput:
     baseline_throughput_samples_per_s: np.ndarray
     strong_baseline_throughput_samples_per_s: np.ndarray
     parts: StepParts
+    run_time_s: np.ndarray
+    mean_step_time_s: np.ndarray
+    run_exposed_comm_s: np.ndarray
 
     @property
     def speedup(self) -> np.ndarray:
@@ -511,20 +576,39 @@ def step_model(scenario: Scenario, p: StepCosts | None = None) -> ModelOutput:
     # Every worker waits for the slowest one (the straggler, when there is one) at the collectives.
     slowest = straggler_costs(p)
     parts = step_parts(p, batch, plan_, collectives, metrics, straggler=slowest)
-    step = step_time_s(parts, plan_.prefetch)
     shape = epoch_plan(p)
     last_parts = step_parts(p, shape.last_examples, plan_, collectives, metrics, straggler=slowest)
-    epoch = epoch_time_s(parts, last_parts, shape.steps, fill_s(p, plan_.prefetch), plan_.prefetch)
+    steps = scenario.training.steps
+    run = run_time_s(parts, last_parts, shape.steps, fill_s(p, plan_.prefetch), plan_.prefetch, steps)
+    n_full, n_final = run_steps(shape.steps, steps)
+    examples = (n_full * batch + n_final * shape.last_examples) * aggregated_share(scenario)
+    mean_step = run / steps
     return ModelOutput(
-        step_time_s=step,
+        step_time_s=step_time_s(parts, plan_.prefetch),
         exposed_comm_s=parts.exposed_comm_s,
-        epoch_time_s=epoch,
+        epoch_time_s=shape.steps * mean_step,
         steps_per_epoch=shape.steps,
-        throughput_samples_per_s=batch / step,
-        baseline_throughput_samples_per_s=_one_device_throughput(p, parts.replica_batch, plan_),
-        strong_baseline_throughput_samples_per_s=_one_device_throughput(p, batch, plan_),
+        throughput_samples_per_s=examples / run,
+        baseline_throughput_samples_per_s=_one_device_throughput(p, parts.replica_batch, plan_, steps),
+        strong_baseline_throughput_samples_per_s=_one_device_throughput(p, batch, plan_, steps),
         parts=parts,
+        run_time_s=run,
+        mean_step_time_s=mean_step,
+        run_exposed_comm_s=n_full * parts.exposed_comm_s + n_final * last_parts.exposed_comm_s,
     )
+
+
+def aggregated_share(scenario: Scenario) -> float:
+    """Share of a step's examples whose gradients the step applies: with
+    ``b`` backup workers of ``N`` replicas, the first ``N - b`` replicas'
+    gradients are summed and the rest dropped, so ``(N - b) / N`` (the mean
+    share when the global batch does not split evenly). TensorFlow's
+    ``SyncReplicasOptimizer`` takes ``replicas_to_aggregate`` gradients per
+    variable from its accumulators and drops stale ones
+    (``tensorflow/python/training/sync_replicas_optimizer.py``, lines 77-78
+    and 280-282 in TF 2.21), each one replica's batch."""
+    n = scenario.num_replicas
+    return (n - scenario.training.backup_workers) / n
 
 
 def one_device_costs(p: StepCosts, batch) -> StepCosts:
@@ -534,8 +618,14 @@ def one_device_costs(p: StepCosts, batch) -> StepCosts:
                      global_batch=np.asarray(batch, dtype=float))
 
 
-def _one_device_throughput(p: StepCosts, batch, plan_: StrategyPlan) -> np.ndarray:
+def _one_device_throughput(p: StepCosts, batch, plan_: StrategyPlan, steps: int) -> np.ndarray:
     """Examples/s of one device of the same kind on the same host running
-    ``batch`` examples per step through the same input pipeline."""
-    base = step_parts(one_device_costs(p, batch), batch, plan_)
-    return batch / step_time_s(base, plan_.prefetch)
+    ``batch`` examples per step through the same input pipeline, for a run
+    of ``steps`` steps of its own epoch (:func:`run_time_s`)."""
+    one = one_device_costs(p, batch)
+    shape = epoch_plan(one)
+    full = step_parts(one, batch, plan_)
+    last = step_parts(one, shape.last_examples, plan_)
+    run = run_time_s(full, last, shape.steps, fill_s(one, plan_.prefetch), plan_.prefetch, steps)
+    n_full, n_final = run_steps(shape.steps, steps)
+    return (n_full * np.asarray(batch, dtype=float) + n_final * shape.last_examples) / run

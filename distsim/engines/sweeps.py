@@ -5,8 +5,10 @@
 training: an upper bound; `predict` also counts how transfers queue at the
 PS) over the cartesian product of the values given, vectorised with
 NumPy, for speedup/efficiency tables and what-if plots. It uses the mean
-compute time (no straggler draws), and the same epoch length and memory
-model as :func:`distsim.predict`.
+compute time (no straggler draws), and the same epoch length, memory model
+and time as :func:`distsim.predict`: the run's total simulated time
+(:func:`distsim.engines.steady.run_time_s`), from which throughput, the mean
+step and the epoch follow.
 
 Every grid row is validated as a scenario would be: each value by its
 field's rule, and every row by the cross-field rules of
@@ -199,9 +201,9 @@ def _evaluate(scn: Scenario, p: StepCosts) -> dict[str, np.ndarray]:
         throughput = model.throughput_samples_per_s
         footprint = memory.footprint(p, scn.strategy.name, -(-p.global_batch // replicas))
         out = {
-            "step_time_s": model.step_time_s,
+            "step_time_s": model.mean_step_time_s,
             "throughput_samples_per_s": throughput,
-            "comm_fraction": model.exposed_comm_s / model.step_time_s,
+            "comm_fraction": model.run_exposed_comm_s / model.run_time_s,
             "epoch_time_s": model.epoch_time_s,
             "steps_per_epoch": model.steps_per_epoch,
         }

@@ -53,6 +53,9 @@ class Timeline:
         epoch_start: whether each step starts an epoch.
         shown_replicas: global indices of the replicas in the trace.
         num_replicas: replicas simulated.
+        run_time_s: the run's total simulated time, seconds: from the start
+            of its first step to the start of the step after its last
+            (:func:`run_time_s`).
     """
 
     trace: Trace
@@ -62,16 +65,17 @@ class Timeline:
     epoch_start: np.ndarray
     shown_replicas: np.ndarray
     num_replicas: int
+    run_time_s: float = 0.0
 
 
-def step_sizes(scenario: Scenario, p: StepCosts) -> tuple[np.ndarray, np.ndarray]:
+def step_sizes(scenario: Scenario, p: StepCosts, steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Global examples in each simulated step (the epoch's sequence: full
-    steps, then its final step; cycled), and which steps open an epoch.
+    steps, then its final step; cycled), and which steps open an epoch, for
+    ``steps`` steps (default ``training.steps``).
     The global batch is ``p``'s (a one-device baseline runs another)."""
-    t = scenario.training
     shape = steady.epoch_plan(p)
     per_epoch, last = int(shape.steps), int(shape.last_examples)
-    position = np.arange(t.steps) % per_epoch
+    position = np.arange(scenario.training.steps if steps is None else steps) % per_epoch
     return np.where(position == per_epoch - 1, last, int(p.global_batch)), position == 0
 
 
@@ -440,9 +444,33 @@ def _run(setup: _Setup, trace: bool, rng: np.random.Generator | None = None, dra
     for s, g in enumerate(sizes):
         factor = stragglers.factors(rng, t.compute_distribution, draws, t.compute_sigma)[:setup.replicas]
         prev = _simulate_step(setup, int(g), batches[g], factor, prev, bool(epoch_start[s]))
+        if s == 0:
+            first_start = float(prev.host_start.max()) if setup.prefetch else 0.0
         steps.append(prev.shown(shown, shown_workers))
     ends = np.array([s.step_end for s in steps])
     return Timeline(trace=_trace(setup, steps, shown) if trace else Trace.from_events([]),
                     step_times_s=np.diff(np.concatenate([[0.0], ends])),
                     exposed_comm_s=np.array([s.exposed_comm_s for s in steps]), global_examples=sizes,
-                    epoch_start=epoch_start, shown_replicas=shown, num_replicas=setup.replicas)
+                    epoch_start=epoch_start, shown_replicas=shown, num_replicas=setup.replicas,
+                    run_time_s=run_time_s(setup, prev, first_start))
+
+
+def run_time_s(setup: _Setup, last: _Step, first_start: float) -> float:
+    """The run's total simulated time, seconds: from the start of its first
+    step until the start of the step after its last, so ``n`` steps are ``n``
+    step-to-step intervals, each one step's share of the pipeline (the
+    closed form: :func:`distsim.engines.steady.run_time_s`). A step starts
+    with its input without prefetch (at 0 for the first step, at the
+    previous step's end for the next); with prefetch, when its host takes
+    the prefetched batch, so the first batch's read before the run's first
+    step, which no step overlaps, is left out, as from a warm pipeline. The
+    next step's read (and its epoch's shuffle fill) is simulated, not its
+    devices' work."""
+    if not setup.prefetch:
+        return float(last.step_end)
+    steps = setup.scenario.training.steps
+    sizes, opens = step_sizes(setup.scenario, setup.p, steps + 1)
+    in_end = np.maximum(last.in_end, last.host_start) + setup.input_s(int(sizes[-1])) + (
+        setup.fill_s if opens[-1] else 0.0)
+    free = np.full(setup.replicas, last.step_end) if setup.metric_s > 0 else last.update_end
+    return float(np.maximum(in_end, free.reshape(setup.workers, setup.local).max(axis=1)).max()) - first_start

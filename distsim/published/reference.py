@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from distsim.engines import steady
+from distsim.engines.costs import step_costs
 from distsim.engines.prediction import predict
 from distsim.scenario import SCHEMA_VERSION, STRATEGIES, Scenario
 from distsim.validation import (Boolean, InputError, Integer, Number, OneOf, Optional, StringMap, Text, check_fields,
@@ -245,7 +246,7 @@ def cell_scenario(table: ReferenceTable, column: int, dataset: str, compute_s_pe
         strategy.update(_MECHANISMS_OFF["strategy"])
         training = {k: v for k, v in training.items() if not k.startswith("fusion_")}
         training.update(_MECHANISMS_OFF["training"])
-    return Scenario.from_dict({
+    scenario = Scenario.from_dict({
         "schema_version": SCHEMA_VERSION,
         "name": f"{table.id}: {dataset}, {col.label}",
         "cluster": cluster,
@@ -253,6 +254,11 @@ def cell_scenario(table: ReferenceTable, column: int, dataset: str, compute_s_pe
         "strategy": strategy,
         "training": training,
     })
+    if table.throughput:
+        return scenario
+    # An epoch-time cell simulates one whole epoch: its fill and final step, counted once (predict's epoch
+    # is steps_per_epoch mean steps of the run, distsim.engines.prediction).
+    return scenario.replace("training.steps", int(steady.epoch_plan(step_costs(scenario)).steps))
 
 
 def _value(table: ReferenceTable, scenario: Scenario, *, closed_form: bool) -> float:

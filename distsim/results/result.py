@@ -29,19 +29,21 @@ class Summary:
     """Headline metrics of one run.
 
     Attributes:
-        step_time_s: mean wall time of one steady synchronous step (a
-            measured run may report its median), or for async training the
-            mean time between applied updates times the number of workers,
-            in seconds.
-        throughput_samples_per_s: training examples processed per second
-            (examples over the time they took; for a synchronous prediction,
-            the global batch over the mean step).
+        step_time_s: mean wall time of one synchronous step (a prediction:
+            the run's total simulated time, every epoch's first and final
+            step included, over its steps; a measured run may report its
+            median), or for async training the mean time
+            between applied updates times the number of workers, in seconds.
+        throughput_samples_per_s: training examples processed per second:
+            the examples the steps aggregate over the time they took (a
+            prediction: over the same total time as ``step_time_s``).
         speedup: weak scaling: throughput relative to one device of the same
             kind running one replica's batch; ``None`` when no baseline is known.
         efficiency: ``speedup / num_replicas``; ``None`` without a speedup.
         comm_fraction: share of the step spent in communication that is not
             hidden behind compute (0..1); ``None`` when not measured.
-        epoch_time_s: seconds for one pass over the training set, or ``None``.
+        epoch_time_s: seconds for one pass over the training set, or
+            ``None`` (a synchronous prediction: ``steps_per_epoch`` mean steps).
         mean_staleness: mean staleness of applied updates (async only).
         strong_speedup: strong scaling: throughput relative to one device of
             the same kind running the whole global batch; ``None`` when not known.
@@ -50,9 +52,10 @@ class Summary:
         memory_bytes_per_replica: device memory one replica needs, bytes (a
             lower bound; see :mod:`distsim.mechanics.memory`); ``None`` when
             not known.
-        median_step_time_s: median of the same steps (async: of the times
-            between applied updates times the workers), seconds; ``None``
-            when not known (results stored before it existed).
+        median_step_time_s: median step, seconds (a synchronous prediction:
+            of its full steps that open no epoch; async: of the times between
+            applied updates times the workers); ``None`` when not known
+            (results stored before it existed).
         bottleneck: the largest piece of the predicted step's critical
             path, one of ``compute``, ``input``, ``communication``,
             ``ps_nic``, ``ps_apply``, ``memory``; ``None`` when not known

@@ -303,18 +303,19 @@ class AsyncCosts:
 
     Attributes:
         compute_s: the worker's mean time per update besides its transfers.
-        pull_s, push_s: a transfer to an idle PS, ``latency + request_s +
-            gradient / bandwidth`` (a push adds the PS's apply, issue 24).
-        shard_pull_s, shard_push_s: what one PS shard is busy with per transfer
-            (``request_s + (gradient / num_ps) / bandwidth``; a push adds its
-            share of the optimizer's apply).
+        transfer_s: a transfer's bytes to an idle PS, ``latency + request_s +
+            gradient / bandwidth`` (pull or push).
+        shard_s: what one PS shard is busy with per transfer of its piece
+            (``request_s + (gradient / num_ps) / bandwidth``).
+        apply_s: one shard's apply of a pushed gradient (its share of the
+            optimizer's update; 0 without ``apply_at_ps``), held after the
+            push's bytes are in (issue 24).
     """
 
     compute_s: float
-    pull_s: float
-    push_s: float
-    shard_pull_s: float
-    shard_push_s: float
+    transfer_s: float
+    shard_s: float
+    apply_s: float
 
 
 def ps_host_memory_Bps(s: Scenario) -> float:
@@ -345,4 +346,4 @@ def async_costs(s: Scenario, apply_at_ps: bool = True) -> AsyncCosts:
     apply = s.workload.num_params * s.training.optimizer_bytes_per_param / ps_host_memory_Bps(s) / k
     apply = apply if apply_at_ps else 0.0
     whole = link.latency_s + link.request_s + grad / rate
-    return AsyncCosts(compute, whole, whole + apply, shard, shard + apply)
+    return AsyncCosts(compute, whole, shard, apply)

@@ -29,15 +29,16 @@ Synchronous training (:func:`sync_step_times`), per steady.py's docstring:
 
 Asynchronous parameter servers (:func:`async_step_time`), per asyncps.py:
 ``num_ps`` shard resources, each FIFO (capacity 1); every worker loops pull,
-compute, push. A pull asks every shard for its piece at once (the snapshot
-is taken when a shard starts serving it), then the worker's own part of the
-transfer follows; a push is the worker's own part, then each shard's piece
-(receive and apply).
+compute, push. A transfer asks every shard for its piece at once (the
+snapshot of a pull is taken when a shard starts serving it), while the
+worker's own part of the transfer runs. A push's gradient is applied once
+its bytes are in (its own part and every shard's piece done): each shard is
+then asked again, for its share of the apply, so a shard applies one
+gradient at a time, queued with its transfers.
 """
 
 from __future__ import annotations
 
-import heapq
 import itertools
 
 import numpy as np
@@ -181,9 +182,17 @@ class FifoServer:
     transfers asked at the same instant go in worker order (asyncps.py:
     "events at the same instant are ordered by (time, worker, kind)"). The
     choice waits until every event of the instant has run (an event of a
-    priority below SimPy's NORMAL)."""
+    priority below SimPy's NORMAL). An instant is :data:`TIE_S` wide: two
+    asks that are one instant in exact arithmetic can differ in the last
+    bits of their float sums (this oracle adds the same costs in another
+    order than the engine), and a deterministic FIFO run then locks into
+    another rhythm; the wait for the choice, ``TIE_S`` a grant, delays a run
+    of thousands of transfers by nanoseconds."""
 
     LATE = 2
+    #: Seconds within which two asks are the same instant: above float rounding of times up to
+    #: about 1e3 s (1e-13 s), far below any service time the oracle's scenarios draw (microseconds).
+    TIE_S = 1e-12
 
     def __init__(self, env: simpy.Environment) -> None:
         self.env = env
@@ -193,7 +202,7 @@ class FifoServer:
 
     def ask(self, worker: int) -> simpy.Event:
         granted = self.env.event()
-        heapq.heappush(self.queue, (self.env.now, worker, id(granted), granted))
+        self.queue.append((self.env.now, worker, id(granted), granted))
         self._kick()
         return granted
 
@@ -205,16 +214,17 @@ class FifoServer:
         if self.busy or self.pending or not self.queue:
             return
         self.pending = True
-        late = self.env.event()
+        late = self.env.timeout(self.TIE_S)
         late.callbacks.append(self._grant)
-        late._ok, late._value = True, None
-        self.env.schedule(late, priority=self.LATE)
 
     def _grant(self, _event) -> None:
         self.pending = False
         if not self.busy and self.queue:
             self.busy = True
-            heapq.heappop(self.queue)[3].succeed()
+            first = min(asked for asked, *_ in self.queue)
+            chosen = min((q for q in self.queue if q[0] <= first + self.TIE_S), key=lambda q: (q[1], q[0], q[2]))
+            self.queue.remove(chosen)
+            chosen[3].succeed()
 
 
 def async_step_time(s: Scenario, apply_at_ps: bool = True, seed: int = 12345) -> float:
@@ -226,11 +236,15 @@ def async_step_time(s: Scenario, apply_at_ps: bool = True, seed: int = 12345) ->
     ends at the ``W x training.steps``-th apply. The ``num_ps`` shards are FIFO
     resources; every transfer asks all of them for its piece at once, when
     it starts ("each server is FIFO and is asked for when a transfer reaches
-    it", asyncps.py), and a shard is busy ``request_s`` + its piece's bytes
-    (+ its share of the optimizer's apply on a push when ``apply_at_ps``).
+    it", asyncps.py), and a shard is busy ``request_s`` + its piece's bytes.
     The transfer's own path (latency, the worker's bytes) runs meanwhile: it
     ends when both are done, so to an idle PS it takes ``latency + request_s
-    + gradient / bandwidth`` (prediction.py ``async_costs``), plus the apply."""
+    + gradient / bandwidth`` (prediction.py ``async_costs``). A push's
+    gradient is applied "once its bytes are in" (asyncps.py): then every
+    shard is asked for its share of the apply (``apply_at_ps``), which
+    "queues with the PS host's other work (with one server, its transfers)",
+    one apply at a time per shard (prediction.py ``async_costs``); the
+    update counts when the last shard has applied it."""
     c = costs.async_costs(s, apply_at_ps)
     workers, steps = s.num_replicas, s.training.steps
     env = simpy.Environment()
@@ -245,15 +259,17 @@ def async_step_time(s: Scenario, apply_at_ps: bool = True, seed: int = 12345) ->
         yield env.timeout(service_s)
         shard.release()
 
-    def transfer(w: int, own_s: float, service_s: float):
-        pieces = [env.process(piece(shard, w, service_s)) for shard in shards]
-        return env.all_of([env.timeout(own_s), *pieces])
+    def transfer(w: int):
+        pieces = [env.process(piece(shard, w, c.shard_s)) for shard in shards]
+        return env.all_of([env.timeout(c.transfer_s), *pieces])
 
     def worker(w: int):
         for u in itertools.count():
-            yield transfer(w, c.pull_s, c.shard_pull_s)
+            yield transfer(w)
             yield env.timeout(c.compute_s * (f[w, u] if u < f.shape[1] else factors(rng, s, 1)[0]))
-            yield transfer(w, c.push_s, c.shard_push_s)
+            yield transfer(w)
+            if c.apply_s > 0:
+                yield env.all_of([env.process(piece(shard, w, c.apply_s)) for shard in shards])
             applied.append(env.now)
             if len(applied) == workers * steps:
                 finished.succeed()
