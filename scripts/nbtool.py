@@ -255,6 +255,7 @@ def check(path: Path) -> list[str]:
     problems = [f"{path.name}: missing {rule}" for rule, ok in RULES.items() if not ok(nb, path.name)]
     problems += [f"{path.name}: {p}" for p in machine_specific_numbers(nb)]
     problems += [f"{path.name}: {p}" for p in markdown_over_budget(nb) + unchecked_check_cells(nb)]
+    problems += [f"{path.name}: {p}" for p in links_out_of_the_book(nb)]
     return problems
 
 
@@ -331,6 +332,16 @@ def markdown_over_budget(nb) -> list[str]:
     if chars <= MARKDOWN_BUDGET_CHARS:
         return []
     return [f"markdown is {chars:,} characters, over the budget of {MARKDOWN_BUDGET_CHARS:,}"]
+
+
+#: A markdown link whose target climbs out of notebooks/ (``](../``): the book holds only the notebooks, so
+#: Sphinx -W fails on it (myst.xref_missing); name the repository file in backticks instead.
+_LINK_OUT = re.compile(r"\]\(\.\./[^)]*\)")
+
+
+def links_out_of_the_book(nb) -> list[str]:
+    return [f"cell {i} links {m.group(0)[2:-1]}, outside notebooks/ (the book cannot follow it): name the file in backticks"
+            for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown" for m in _LINK_OUT.finditer(cell.source)]
 
 
 def unchecked_check_cells(nb) -> list[str]:

@@ -68,3 +68,11 @@ def test_a_checked_cell_without_execution_count_fails(nbtool, tmp_path):
 def test_a_checked_cell_without_stored_outputs_fails(nbtool, tmp_path):
     problems = _check(nbtool, _notebook(nbtool, checked_outputs=False), tmp_path)
     assert problems == [f"{NAME}: cell 2 is marked # NBVAL_CHECK_OUTPUT but has no stored outputs"]
+
+
+def test_a_link_out_of_the_notebooks_folder_fails(nbtool, tmp_path):
+    nb = _notebook(nbtool)
+    nb.cells[-1].source += "\n\nSee [the evidence](../data/measurements/README.md) and [04](04_mirrored_strategy.ipynb)."
+    problems = _check(nbtool, nb, tmp_path)
+    assert problems == [f"{NAME}: cell 6 links ../data/measurements/README.md, outside notebooks/ (the book cannot "
+                        "follow it): name the file in backticks"]
