@@ -240,3 +240,14 @@ def test_straggler_cores_needs_more_than_one_worker():
     s = make_scenario("this_machine_core", "mnist_mlp_wide", "multi_worker_mirrored", 2, physical_cores=5.716,
                       straggler_cores=0.733)
     assert s.cluster.straggler_cores == 0.733
+
+
+def test_sweep_over_a_per_tensor_sharded_ps_with_local_sum_gives_predict_per_row():
+    # Found by the costs helper: with per-tensor grouping every tensor's bytes are a sweep column, and a Python
+    # max() over those columns raised ValueError. Each row must be what predict gives for that row's scenario.
+    base = make_scenario("v100", "resnet50_224", "central_storage", 1, 4, algorithm="parameter_server", num_ps=2,
+                         ps_local_sum=True, ps_placement="worker_hosts", grouping="per_tensor", global_batch=64)
+    rows = distsim.sweep(base, {"training.global_batch": [64, 128]})
+    for batch, step in zip((64, 128), rows["step_time_s"]):
+        want = predict(base.replace("training.global_batch", batch)).summary.step_time_s
+        assert step == pytest.approx(want, rel=1e-9)   # the same model in closed form: rounding only

@@ -60,6 +60,7 @@ the server's wiring and the framework's implementation:
 from __future__ import annotations
 
 import math
+from functools import reduce
 from dataclasses import dataclass
 
 import numpy as np
@@ -299,6 +300,7 @@ def sharded_ps_exchange(launch_s: list, tensor_bytes: list, shard_of, devices: i
     task_bytes = [sum(tensor_bytes[i] for i in range(len(tensor_bytes)) if shard_of[i] == task)
                   for task in range(shards)]
     received = sum(tensor_bytes[i] for i in remote) if remote else 0.0
-    pull = a + np.maximum(max(senders * t for t in task_bytes), received) / b
+    # reduce(np.maximum, ...), not max(...): in a sweep each tensor's bytes are a column, one value per row.
+    pull = a + np.maximum(reduce(np.maximum, (senders * t for t in task_bytes)), received) / b
     return push_end, pull + back
 
