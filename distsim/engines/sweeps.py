@@ -51,8 +51,10 @@ SWEEP_OUTPUTS: tuple[str, ...] = (
     "fits",
 )
 
-#: Fields that set the replica layout: evaluated per group, not as arrays.
-_GROUP_FIELDS = ("cluster.num_workers", "cluster.devices_per_worker")
+#: Fields evaluated per group, not as arrays: the replica layout, and the counts that shape the gradient
+#: stream (buckets, tensors), which the collectives read from the scenario rather than from a column.
+_GROUP_FIELDS = ("cluster.num_workers", "cluster.devices_per_worker", "training.num_buckets",
+                 "workload.num_gradient_tensors")
 
 
 @dataclass
