@@ -472,18 +472,18 @@ def _worker_report(task) -> dict | None:
     return json.loads(lines[-1].split(" ", 1)[1]) if lines else None
 
 
-def check_multi_worker_fit(fn, workdir=None, workers: int = 2, steps: int = 5) -> str:
-    """05b Ex3: fn(), run in each of `workers` fresh processes with its TF_CONFIG set, must train ONE model with
-    MultiWorkerMirroredStrategy for `steps` steps and return it."""
-    import inspect
+def _run_workers(script_text: str, workers: int, workdir, prefix: str, verb: str) -> dict[str, dict] | str:
+    """Run `script_text` in `workers` fresh processes of a localhost cluster, each with its TF_CONFIG; every
+    worker's report (worker name -> the JSON it printed), or a "Not yet" line saying which worker failed how.
+    ``launch`` stops every process it started, also on failure or timeout."""
     import json
     import sys
 
     from distsim.real import Task, build_tf_configs, launch, localhost_cluster
-    work = Path(workdir or tempfile.mkdtemp(prefix="distsim-ex05b-"))
+    work = Path(workdir or tempfile.mkdtemp(prefix=prefix))
     work.mkdir(parents=True, exist_ok=True)
     script = work / "worker.py"
-    script.write_text(_WORKER_SCRIPT.format(source=inspect.getsource(fn), name=fn.__name__))
+    script.write_text(script_text)
     tasks = [Task(f"worker{i}", [sys.executable, str(script)], env={"TF_CONFIG": json.dumps(c)}, ready_pattern=None)
              for i, c in enumerate(build_tf_configs(localhost_cluster(workers)))]
     outcome = launch(tasks, work / "cluster", timeout_s=240)
@@ -491,7 +491,18 @@ def check_multi_worker_fit(fn, workdir=None, workers: int = 2, steps: int = 5) -
     if not outcome.ok or None in reports.values():
         failed = next((t for t in outcome.tasks if _worker_report(t) is None), outcome.tasks[0])
         last = [ln for ln in failed.log_text().splitlines() if ln.strip()][-1:] or ["(no output)"]
-        return f"Not yet: the cluster did not train ({outcome.status}); {failed.name}'s last line: {last[0][:300]}"
+        return f"Not yet: the cluster did not {verb} ({outcome.status}); {failed.name}'s last line: {last[0][:300]}"
+    return reports
+
+
+def check_multi_worker_fit(fn, workdir=None, workers: int = 2, steps: int = 5) -> str:
+    """05b Ex3: fn(), run in each of `workers` fresh processes with its TF_CONFIG set, must train ONE model with
+    MultiWorkerMirroredStrategy for `steps` steps and return it."""
+    import inspect
+    reports = _run_workers(_WORKER_SCRIPT.format(source=inspect.getsource(fn), name=fn.__name__), workers,
+                           workdir, "distsim-ex05b-", "train")
+    if isinstance(reports, str):
+        return reports
     first = reports["worker0"]
     if not first["multi_worker"] or first["replicas"] != workers:
         return (f"Not yet: each worker trained under {first['strategy']} with {first['replicas']} replica(s) in "
@@ -712,23 +723,11 @@ def check_sharded_input(fn, workdir=None, workers: int = 2) -> str:
     `workers`-process MultiWorkerMirroredStrategy cluster on localhost, must give every replica its own
     GLOBAL_BATCH / replicas examples, and one epoch of the cluster every example once."""
     import inspect
-    import json
-    import sys
-
-    from distsim.real import Task, build_tf_configs, launch, localhost_cluster
-    work = Path(workdir or tempfile.mkdtemp(prefix="distsim-ex05-"))
-    work.mkdir(parents=True, exist_ok=True)
-    script = work / "worker.py"
-    script.write_text(_SHARD_SCRIPT.format(source=inspect.getsource(fn), name=fn.__name__,
-                                           examples=SHARD_EXAMPLES, global_batch=SHARD_GLOBAL_BATCH))
-    tasks = [Task(f"worker{i}", [sys.executable, str(script)], env={"TF_CONFIG": json.dumps(c)}, ready_pattern=None)
-             for i, c in enumerate(build_tf_configs(localhost_cluster(workers)))]
-    outcome = launch(tasks, work / "cluster", timeout_s=240)   # stops every process it started, also on failure
-    reports = {t.name: _worker_report(t) for t in outcome.tasks}
-    if not outcome.ok or None in reports.values():
-        failed = next((t for t in outcome.tasks if _worker_report(t) is None), outcome.tasks[0])
-        last = [ln for ln in failed.log_text().splitlines() if ln.strip()][-1:] or ["(no output)"]
-        return f"Not yet: the cluster did not finish ({outcome.status}); {failed.name}'s last line: {last[0][:300]}"
+    script = _SHARD_SCRIPT.format(source=inspect.getsource(fn), name=fn.__name__, examples=SHARD_EXAMPLES,
+                                  global_batch=SHARD_GLOBAL_BATCH)
+    reports = _run_workers(script, workers, workdir, "distsim-ex05-", "finish")
+    if isinstance(reports, str):
+        return reports
     problem = _shard_problem({name: r["seen"] for name, r in reports.items()}, workers)
     if problem:
         return "Not yet: " + problem
