@@ -8,7 +8,7 @@ websocket) and times the assignment, which runs the observer synchronously:
 rebuild the scenario, ``distsim.predict`` (event timeline or async
 simulation), the scaling curve (``distsim.sweep``, cached on everything but
 the replica count), metrics table, both PNG renders. The changes walk through
-default-sized scenarios: up to 8 workers x 8 devices = 64 replicas, up to 50
+default-sized scenarios: up to 8 workers x 8 devices = 64 replicas, up to 91
 steps, sync and async strategies, links, models, stragglers, server topology,
 NCCL, gradient grouping and the fusion buffer, parameter-server placement and
 local sums, compare mode.
@@ -29,6 +29,7 @@ import numpy as np
 
 from distsim.engines import predict, sweep
 from distsim.views.widgets import WhatIfLab, default_scenario
+from distsim.views.widgets.what_if_lab import DEFAULT, LOADED
 
 TARGET_P95_S = 0.100
 
@@ -41,7 +42,7 @@ CHANGES: list[tuple[str, str, object]] = (
     + [("devices per worker", "devices_per_worker", 8)]  # 64 replicas, 50 steps
     + [("link", "inter_link", v) for v in ("ethernet_25g", "infiniband_hdr", "ethernet_10g")]
     + [("link", "intra_link", v) for v in ("nvlink2", "pcie3_x16")]
-    + [("model", "workload", v) for v in ("resnet50_224", "mnist_mlp", "mobilenet_v2_224")]
+    + [("model", "workload", v) for v in ("resnet50_224", "mnist_mlp", LOADED)]
     + [("batch", "global_batch", v) for v in (512, 1024, 256)]
     + [("stragglers", "compute_distribution", "lognormal")]
     + [("stragglers", "compute_sigma", v) for v in (0.2, 0.4, 0.6)]
@@ -60,10 +61,11 @@ CHANGES: list[tuple[str, str, object]] = (
        ("grouping", "grouping", "per_tensor"), ("grouping", "grouping", "buckets"),
        ("algorithm", "algorithm", "hierarchical"), ("between nodes", "inter_algorithm", "nccl_tree"),
        ("between nodes", "inter_algorithm", "ring"), ("algorithm", "algorithm", "default"),
-       ("collectives", "protocol", "alpha_beta"), ("topology", "topology", "none")]
+       ("collectives", "protocol", "alpha_beta"), ("collectives", "protocol", DEFAULT),
+       ("topology", "topology", "none")]
     + [("devices per worker", "devices_per_worker", 4), ("strategy", "strategy", "mirrored"),
        ("stragglers", "compute_sigma", 0.1), ("stragglers", "compute_distribution", "deterministic"),
-       ("steps", "steps", 10)]
+       ("steps", "steps", default_scenario().training.steps)]
 )
 
 
