@@ -217,8 +217,12 @@ def task_name(config: Mapping[str, Any]) -> str:
 
 
 def is_chief(config: Mapping[str, Any]) -> bool:
-    """Whether this task writes checkpoints and results: the ``chief``, or
-    ``worker 0`` when the cluster has no chief (TensorFlow's own rule)."""
+    """Whether this task writes the training's checkpoints and results: the
+    ``chief``, or ``worker 0`` when the cluster has no chief, as in
+    TensorFlow. An ``evaluator`` answers False here: it does not train.
+    TensorFlow's ``multi_worker_util.is_chief`` answers True for it, "a chief
+    job on its own" (TF 2.21 ``tensorflow/python/distribute/multi_worker_util.py``
+    111-113, 138)."""
     task = config["task"]
     if task["type"] == "chief":
         return True

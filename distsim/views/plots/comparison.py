@@ -18,7 +18,7 @@ SCATTER_METRICS: dict[str, str] = {
     "step_time_s": "step time (s)",
     "throughput_samples_per_s": "throughput (samples/s)",
     "epoch_time_s": "epoch time (s)",
-    "speedup": "speedup (× one device)",
+    "speedup": "weak-scaling speedup (× one device)",
     "efficiency": "scaling efficiency (speedup / replicas)",
 }
 

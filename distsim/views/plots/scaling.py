@@ -84,7 +84,7 @@ def plot_scaling(
         ax.grid(alpha=0.3, which="both")
     ax_s.set_yscale("log", base=2)
     ax_s.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax_s.set_ylabel("speedup (× one device)")
+    ax_s.set_ylabel("weak-scaling speedup (× one device)")
     ax_e.set_ylabel("scaling efficiency (speedup / devices)")
     ax_e.set_ylim(0, max(1.1, ax_e.get_ylim()[1]))
     ax_s.set_title("speedup")

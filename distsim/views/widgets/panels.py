@@ -43,7 +43,7 @@ class Metric:
 METRICS: tuple[Metric, ...] = (
     Metric("step_time_s", "step time"),
     Metric("throughput_samples_per_s", "throughput"),
-    Metric("speedup", "speedup vs one device"),
+    Metric("speedup", "speedup vs one device (weak scaling: same per-replica batch)"),
     Metric("efficiency", "scaling efficiency"),
     Metric("comm_fraction", "communication share"),
     Metric("mean_staleness", "mean staleness"),
@@ -241,7 +241,7 @@ class ScalingPanel:
             axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}" if v >= 1 else f"1/{round(1 / v)}"))
         ax.set_xlim(0.8, max_replicas * 1.25)
         ax.set_xlabel("replicas (devices)")
-        ax.set_ylabel("speedup (× one device)")
+        ax.set_ylabel("weak-scaling speedup (× one device)")
         ax.grid(alpha=0.3, which="major")
         ax.legend(fontsize="x-small", loc="upper left")
         self.image = widgets.Image(format="png")
