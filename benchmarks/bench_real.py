@@ -25,7 +25,12 @@ TensorFlow run): it refits the calibration from the stored per-point medians
 (:func:`distsim.real.calibrate.rounds_from_calibration`), predicts, compares
 with the stored measurements and rewrites ``summary``, ``comparison`` and
 ``predicted``; ``scripts/rereport_measurements.py`` does so for every stored
-benchmark.
+benchmark. ``--explain FILE...`` prints, without rewriting anything, where
+each configuration's ratio error comes from (:func:`explain`): the predicted
+step's parts, the bias of the predicted one-device step that every ratio
+divides by, the measured ratio's bootstrap interval over rounds, and the
+micro-benchmark points of the held-out counts against what the fit
+extrapolates to them (the analysis in ``data/measurements/README.md``).
 
 Run from the repository root::
 
@@ -50,12 +55,17 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
+from distsim.engines.costs import async_costs
 from distsim.engines.prediction import predict
+from distsim.engines.steady import step_model
+from distsim.mechanics.stepcosts import step_costs
+from distsim.mechanics.strategies import plan
 from distsim.real.calibrate import (
     DEFAULT_WORKERS,
     DEVICE_PRESET,
@@ -245,6 +255,131 @@ def compare_text(comparison: dict) -> str:
                       for line in lines[:-1])
 
 
+# ---- --explain: where the ratio errors come from ------------------------------------------------------
+def _boot_medians(ratios, *, draws: int = 10_000, seed: int = 0) -> np.ndarray:
+    """Medians of ``draws`` resamplings (with replacement) of per-round ratios. The seed is fixed, so
+    every configuration of a record draws the same rounds: a round is one stretch of the machine's
+    load, and the rounds are resampled jointly."""
+    ratios = np.asarray(ratios, dtype=float)
+    picks = np.random.default_rng(seed).integers(0, len(ratios), (draws, len(ratios)))
+    return np.median(ratios[picks], axis=1)
+
+
+def ratio_interval(ratios, *, level: float = 0.90) -> tuple[float, float]:
+    """The ``level`` bootstrap interval of the median of per-round ratios: how far the measured
+    ratio that a prediction is judged against could move with other rounds of the same run."""
+    lo, hi = np.percentile(_boot_medians(ratios), [50 * (1 - level), 50 * (1 + level)])
+    return float(lo), float(hi)
+
+
+def exact_model_misses(record: dict) -> tuple[float, float]:
+    """How often a model that predicts every held-out configuration's measured ratio exactly would
+    still miss :data:`TARGET` (median, max) against a resampling of the record's rounds: the share
+    of bootstrap draws (:func:`_boot_medians`) whose held-out median and max |ratio error| exceed it."""
+    errors = []
+    for label in HELD_OUT:
+        runs = [m["step_time_s"] / b["step_time_s"]
+                for m, b in zip(record["measured"][label], record["baseline_beside"][label])]
+        errors.append(np.abs(np.median(runs) / _boot_medians(runs) - 1))
+    errors = np.asarray(errors)
+    return (float(np.mean(np.median(errors, axis=0) > TARGET["median_abs_error"])),
+            float(np.mean(errors.max(axis=0) > TARGET["max_abs_error"])))
+
+
+def _parts_ms(scenario_) -> str:
+    """The predicted step's parts, milliseconds (sync: the slowest worker's step; PS: one worker's update)."""
+    if scenario_.strategy.name == "parameter_server":
+        c = async_costs(step_costs(scenario_), plan(scenario_))
+        return (f"worker compute {float(c.compute_s) * 1e3:.2f}, push {float(c.push_s) * 1e3:.2f}, pull "
+                f"{float(c.pull_s) * 1e3:.2f}, PS busy per transfer {float(c.ps_service_s) * 1e3:.2f}")
+    p = step_model(scenario_).parts
+    ms = {k: float(np.ravel(getattr(p, k))[0]) * 1e3 for k in
+          ("overhead_s", "dispatch_s", "forward_s", "backward_s", "exposed_comm_s", "metric_comm_s", "update_s")}
+    return (f"host {ms['overhead_s']:.2f} + dispatch {ms['dispatch_s']:.2f} + compute "
+            f"{ms['forward_s'] + ms['backward_s']:.2f} + exposed all-reduce {ms['exposed_comm_s']:.2f} + "
+            f"metrics {ms['metric_comm_s']:.2f} + update {ms['update_s']:.2f}")
+
+
+def explain(record: dict) -> str:
+    """Where each configuration's ratio error comes from, for a stored record (nothing rewritten).
+
+    ``bias`` is the predicted one-device step over the median of every one-device run of the record
+    (the baselines beside every configuration and the one_device configuration itself): every
+    predicted ratio divides by that prediction, so a bias b multiplies every ratio by 1 / b, and
+    "without the bias" is the ratio error had the one-device step been predicted exactly."""
+    cal, table, predicted = judge(record, CALIBRATION_DEVICES, CALIBRATION_WORKERS)
+    settings = SimpleNamespace(**record["settings"])
+    one_device = [r["step_time_s"] for runs in record["baseline_beside"].values() for r in runs]
+    one_device += [r["step_time_s"] for r in record["measured"]["one_device"]]
+    measured_one = float(np.median(one_device))
+    bias = predicted[0].summary.step_time_s / measured_one
+    stored = record["calibration"]
+    curve = float(np.interp(settings.global_batch, stored["batches"], stored["step_time_s"]))
+    lines = [f"one-device step: predicted {predicted[0].summary.step_time_s * 1e3:.2f} ms, the micro-benchmark "
+             f"curve at {settings.global_batch} examples {curve * 1e3:.2f} ms, the record's {len(one_device)} "
+             f"one-device runs {measured_one * 1e3:.2f} ms (median): bias {bias - 1:+.1%}", ""]
+    with _presets(cal):
+        for (label, *cfg), row in zip(CONFIGS[1:], table.rows[1:]):
+            runs = [m["step_time_s"] / b["step_time_s"]
+                    for m, b in zip(record["measured"][label], record["baseline_beside"][label])]
+            lo, hi = ratio_interval(runs)
+            lines += [f"{label}{'  (held out)' if label in HELD_OUT else ''}: "
+                      f"{_parts_ms(scenario(*cfg, settings, calibrated=True, machine_cores=record['cores']))}",
+                      f"    ratio predicted {row.predicted_ratio:.2f}, measured {row.measured_ratio:.2f} "
+                      f"(90 % over rounds: {lo:.2f}-{hi:.2f}, errors {row.predicted_ratio / hi - 1:+.0%} to "
+                      f"{row.predicted_ratio / lo - 1:+.0%}): error {row.ratio_error:+.1%}, without the one-device "
+                      f"bias {(1 + row.ratio_error) * bias - 1:+.1%}"]
+    misses = exact_model_misses(record)
+    lines += ["", f"a model exact on every held-out measured ratio would miss the target's median in {misses[0]:.0%} "
+                  f"and its max in {misses[1]:.0%} of resamplings of these rounds"]
+    return "\n".join(lines + [*_held_out_points(record, cal), *_oversubscribed(record, cal, table, predicted)])
+
+
+def _oversubscribed(record: dict, cal: Calibration, table: Comparison, predicted: list[Result]) -> list[str]:
+    """The held-out MultiWorkerMirrored rows predicted with the rule "P processes on C cores slow every
+    collective by P / C" (the gRPC link's latency times it, its bandwidth over it), for the record."""
+    settings = SimpleNamespace(**record["settings"])
+    lines = []
+    for (label, strategy, workers, devices), row in zip(CONFIGS, table.rows):
+        if strategy != "multi_worker_mirrored" or workers in CALIBRATION_WORKERS:
+            continue
+        k = max(1.0, workers / record["cores"])
+        slowed = replace(cal, inter=replace(cal.inter, latency_s=cal.inter.latency_s * k,
+                                            bandwidth_Bps=cal.inter.bandwidth_Bps / k))
+        with _presets(slowed):
+            step = predict(scenario(strategy, workers, devices, settings, calibrated=True,
+                                    machine_cores=record["cores"])).summary.step_time_s
+        ratio = step / predicted[0].summary.step_time_s
+        lines.append(f"{label} with every collective slowed by {workers}/{record['cores']}: ratio {ratio:.2f}, "
+                     f"error {ratio / row.measured_ratio - 1:+.1%}")
+    return lines
+
+
+def _held_out_points(record: dict, cal: Calibration) -> list[str]:
+    """The micro-benchmark points of the counts the fit never saw, against what it extrapolates."""
+    stored, cores = record["calibration"], record["cores"]
+    inter = stored["inter"]
+    lines = []
+    for workers in sorted(set(inter["ranks"]) - set(CALIBRATION_WORKERS)):
+        keep = [i for i, n in enumerate(inter["ranks"]) if n == workers]
+        points = [[inter[k][i] for i in keep] for k in ("ranks", "message_bytes", "time_s")]
+        ring = type(cal.inter)(cal.inter.latency_s, cal.inter.bandwidth_Bps, "ring", *points).predicted_s()
+        measured = np.asarray(points[2])
+        lines.append(f"all-reduce across {workers} processes ({len(keep)} sizes, 4 KiB-4 MiB), measured / the "
+                     f"{list(CALIBRATION_WORKERS)}-process fit's ring: "
+                     + " ".join(f"{x:.2f}" for x in measured / ring)
+                     + f"; / ring x {workers}/{cores} processes per core: "
+                     + " ".join(f"{x:.2f}" for x in measured / (ring * max(1.0, workers / cores))))
+    counts, tiny = stored["replica_counts"], stored["replica_step_time_s"]
+    seen = [i for i, n in enumerate(counts) if n <= max(CALIBRATION_DEVICES)]
+    if len(seen) >= 2 and len(counts) > len(seen):
+        local_slope = np.polyfit([counts[i] for i in seen], [tiny[i] for i in seen], 1)[0]
+        every_slope = np.polyfit(counts, tiny, 1)[0]
+        lines.append(f"tiny-batch Mirrored step per added replica: {local_slope * 1e3:.2f} ms over counts "
+                     f"{[counts[i] for i in seen]} (what the fit sees), {every_slope * 1e3:.2f} ms over {counts}")
+    return lines
+
+
 def rereport(path: Path) -> dict:
     """Re-evaluate a stored JSON with today's code and rewrite it; the record."""
     record = json.loads(path.read_text())
@@ -267,7 +402,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="JSON file (default: data/measurements/bench_real_<...>.json)")
     parser.add_argument("--report", type=Path, nargs="+", metavar="FILE",
                         help="only re-evaluate these stored JSONs with today's code and rewrite them (no TF run)")
+    parser.add_argument("--explain", type=Path, nargs="+", metavar="FILE",
+                        help="only print where the ratio errors of these stored JSONs come from (no rewrite)")
     args = parser.parse_args()
+    if args.explain:
+        for path in args.explain:
+            print(f"== {path}\n{explain(json.loads(path.read_text()))}\n")
+        return 0
     if args.report:
         for path in args.report:
             print(f"== {path}\n{text(rereport(path))}\n")

@@ -12,6 +12,7 @@ commit the rewritten JSONs.
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from benchmark_scripts import load
 
@@ -109,3 +110,49 @@ def test_held_out_counts_are_not_in_the_calibration_fit():
     assert set(bench_real.HELD_OUT) == {"mirrored x4", "multi_worker_mirrored 3 workers", "parameter_server 2w+1ps"}
     with pytest.raises(InputError, match="workers"):
         restrict_rounds(local, collective, devices=(2,), workers=(5,))
+
+
+# ---- bench_real --explain (the analysis in data/measurements/README.md) -----------------------------
+def test_ratio_interval_stays_within_the_rounds_and_collapses_when_they_agree():
+    # A median of resampled rounds is always one of the rounds' values (odd count), so the interval lies
+    # within [min, max] and holds the median of all; rounds that agree leave nothing to resample.
+    assert bench_real.ratio_interval([2.0] * 5) == (2.0, 2.0)
+    lo, hi = bench_real.ratio_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert 1.0 <= lo < 3.0 < hi <= 5.0
+
+
+def test_explain_states_the_one_device_bias_and_the_three_process_points_by_hand():
+    record = json.loads((MEASUREMENTS / "bench_real_mnist_mlp_2026-11-21_run4.json").read_text())
+    text = bench_real.explain(record)
+    # The bias: the stored one-device prediction over the median of every one-device run in the record.
+    runs = [r["step_time_s"] for rs in record["baseline_beside"].values() for r in rs]
+    runs += [r["step_time_s"] for r in record["measured"]["one_device"]]
+    runs.sort()
+    median = (runs[len(runs) // 2] + runs[(len(runs) - 1) // 2]) / 2
+    assert f"bias {record['predicted']['one_device']['step_time_s'] / median - 1:+.1%}" in text
+    # The 3-process points against the ring fitted on the 2-process points, by hand: a ring of p ranks
+    # takes 2(p-1) latencies and moves 2(p-1)/p of the message per rank, so T2 = 2a + n/B and
+    # T3 = 4a + (4/3) n/B; (a, 1/B) by least squares on the 2-process points.
+    inter = record["calibration"]["inter"]
+    two = [(n, t) for p, n, t in zip(inter["ranks"], inter["message_bytes"], inter["time_s"]) if p == 2]
+    three = [(n, t) for p, n, t in zip(inter["ranks"], inter["message_bytes"], inter["time_s"]) if p == 3]
+    (a, inv_b), *_ = np.linalg.lstsq(np.array([[2.0, n] for n, _ in two]), np.array([t for _, t in two]),
+                                     rcond=None)
+    ratios = [t / (4 * a + 4 / 3 * n * inv_b) for n, t in three]
+    assert "fit's ring: " + " ".join(f"{x:.2f}" for x in ratios) in text
+
+
+def test_an_exact_model_misses_only_when_the_rounds_disagree():
+    # Rounds that agree: the exact model's error is 0 in every resampling. Held-out rounds of ratio 1 and 2:
+    # the exact model predicts their median 1.5, which is 50 % off a resampled median of 1 and 25 % off one
+    # of 2, so every draw that is not balanced misses both the 8 % median and the 20 % max.
+    runs = {"step_time_s": 1.0}
+    flat = {"measured": {label: [runs] * 4 for label in bench_real.HELD_OUT},
+            "baseline_beside": {label: [runs] * 4 for label in bench_real.HELD_OUT}}
+    assert bench_real.exact_model_misses(flat) == (0.0, 0.0)
+    split = {"measured": {label: [{"step_time_s": 1.0}, {"step_time_s": 2.0}] for label in bench_real.HELD_OUT},
+             "baseline_beside": {label: [runs] * 2 for label in bench_real.HELD_OUT}}
+    median_miss, max_miss = bench_real.exact_model_misses(split)
+    # Of two rounds drawn with replacement, half the draws hold both (median 1.5, no error): 50 % miss, within
+    # +-0.05 (10 standard errors of a share over 10,000 draws).
+    assert 0.45 < median_miss < 0.55 and 0.45 < max_miss < 0.55
