@@ -1,0 +1,119 @@
+"""Hand-derived bounds on published cells (issue 24, data/reference/README.md).
+
+Each bound is computed here from the published numbers, the tables' link
+figures and the workload presets' variable sizes, without the engine; the
+engine's predictions are then checked against it.
+"""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distsim.published.reference import compare, load_cluster_tables
+
+REPO = Path(__file__).resolve().parents[1]
+PRESETS = json.loads((REPO / "distsim/scenario/presets/workloads.json").read_text())["presets"]
+TABLES = {t.id: t for t in load_cluster_tables()}
+P2 = TABLES["cscs_p2_xlarge"]
+#: p2.xlarge's sourced rate, bytes per second (the table's inter_link, 1.25 Gbit/s).
+P2_LINK_BPS = P2.setup["cluster"]["inter_link"]["bandwidth_Bps"]
+#: InceptionV3's largest variable, the 2048 x 1000 classifier, float32 bytes.
+CLASSIFIER_BYTES = 4 * max(PRESETS["inception_v3_299"]["tensor_params"]["value"])
+BATCH = P2.setup["batch_per_replica"]
+
+
+def hot_task_bound_s(gpus: int, link_Bps: float) -> float:
+    """Shortest synchronous step when one PS task holds the classifier whole
+    (TF1 places a variable whole on one task, greedily by bytes): its host
+    receives the gradient from the ``gpus - 1`` other workers, and after the
+    step's barrier sends the variable back to each of them, one direction
+    after the other."""
+    return 2 * (gpus - 1) * CLASSIFIER_BYTES / link_Bps
+
+
+def gpus_of(label: str) -> int:
+    return int(label.split()[0])
+
+
+def test_classifier_is_the_8_mb_variable():
+    # 2048 features x 1000 classes (Keras; tf_cnn_benchmarks has 1001: 0.1 % more).
+    assert CLASSIFIER_BYTES == 4 * 2048 * 1000
+    assert P2_LINK_BPS == 1.25e9 / 8
+
+
+def test_p2_xlarge_predictions_respect_the_hot_task_bound():
+    _, cells = compare(P2)
+    for cell in cells:
+        n = gpus_of(cell.column)
+        if n == 1:
+            continue
+        predicted_step = n * BATCH / cell.predicted
+        # The engine moves the classifier as this bound does, plus compute and the other tensors: never faster.
+        assert predicted_step >= hot_task_bound_s(n, P2_LINK_BPS), (cell.column, predicted_step)
+
+
+@pytest.mark.parametrize("gpus", [32, 64, 128])
+def test_published_p2_xlarge_cells_beat_the_sourced_link(gpus):
+    # The published step is shorter than the classifier's traffic alone at 1.25 Gbit/s: the table's link figure,
+    # not a mechanism, is what the 32-128 GPU cells contradict.
+    published = P2.published["InceptionV3"][[gpus_of(c.label) for c in P2.columns].index(gpus)]
+    step = gpus * BATCH / published
+    assert step < hot_task_bound_s(gpus, P2_LINK_BPS), (step, hot_task_bound_s(gpus, P2_LINK_BPS))
+
+
+def test_published_128_gpu_cell_implies_at_least_2_18_gbit():
+    published = P2.published["InceptionV3"][-1]
+    step = 128 * BATCH / published
+    implied_bits_per_s = 8 * 2 * 127 * CLASSIFIER_BYTES / step
+    # The figure quoted in cscs_2017.json's assumptions (rounded down at the second decimal).
+    assert 2.18e9 <= implied_bits_per_s < 2.19e9
+
+
+def implied_nccl_busbw_Bps(workload: str, batch: int, one_gpu: float, gpus: int, published: float) -> float:
+    """The ring bus bandwidth at which the per-tensor all-reduces, each started
+    when its gradient is ready (the preset's ``tensor_ready``) and run one
+    after another, end ``published`` step - 1-GPU step after the backward
+    pass (2/3 of the 1-GPU step): bisection in log space."""
+    w = PRESETS[workload]
+    params = w["tensor_params"]["value"][::-1]
+    ready = w["tensor_ready"]["value"][::-1]
+    step1 = batch / one_gpu
+    backward = step1 * 2 / 3
+    extra = gpus * batch / published - step1
+
+    def exposed(busbw):
+        end = 0.0
+        for n, r in zip(params, ready):
+            end = max(end, r * backward) + 2 * (gpus - 1) / gpus * 4 * n / busbw
+        return end - backward
+
+    lo, hi = 1e8, 1e12
+    for _ in range(100):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if exposed(mid) > extra else (lo, mid)
+    return lo
+
+
+def test_dgx1_replicated_cells_imply_one_low_bus_bandwidth():
+    # AlexNet (247 MB, 16 tensors) and VGG16 (553 MB, 32 tensors) under NCCL replicated: six cells, two models,
+    # one bandwidth. The DGX-1 preset's rings run at 18 GB/s per NVLink lane.
+    table = TABLES["tf_dgx1_p100"]
+    implied = []
+    for row, workload, batch in (("AlexNet", "alexnet_227", 512), ("VGG16", "vgg16_224", 64)):
+        values = table.published[row]
+        implied += [implied_nccl_busbw_Bps(workload, batch, values[0], g, v) for g, v in zip((2, 4, 8), values[1:])]
+    assert 1.8e9 < min(implied) and max(implied) < 3.0e9, np.round(np.array(implied) / 1e9, 2)
+
+
+def test_dgx1_replicated_misses_are_not_kernel_launches():
+    # RULES.md rules 16-18: 4 launches per tensor for each of the other L - 1 replicas at 5 us, overlapped with
+    # compute. At 8 GPUs AlexNet's 16 tensors take 2.2 ms of host time against 171 ms of compute per step,
+    # and the published step is 58 ms longer than the 1-GPU step: launches cannot expose it.
+    values = TABLES["tf_dgx1_p100"].published["AlexNet"]
+    launches = 7 * 4 * 16 * 5e-6
+    compute = 512 / values[0]
+    missing = 8 * 512 / values[3] - compute
+    assert launches < compute and launches < 0.05 * missing
