@@ -422,6 +422,9 @@ def test_data_parallel_estimate_on_shared_cores_free_links_and_one_device():
         data_parallel_estimate(_dp_case(), "allgather")
     with raises_input("config", "None", "a PipelineConfig"):
         data_parallel_scenario(None)
+    # A number a Scenario bounds tighter than the pipeline is named by the config's field.
+    with raises_input("PipelineConfig.flops_per_s", "1e+21", "<= 1e+20 (FLOP/s) (data_parallel_estimate prices it"):
+        data_parallel_estimate(replace(_dp_case(), flops_per_s=1e21))
 
 
 def _preset(cls, kind, name):

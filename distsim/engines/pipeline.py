@@ -722,10 +722,32 @@ def data_parallel_scenario(config: PipelineConfig, algorithm: str = "ring") -> S
 
     Raises:
         InputError: an ``algorithm`` not in :data:`distsim.scenario.ALGORITHMS`,
-            or a number a Scenario does not hold (at its scenario path).
+            or a number a Scenario does not hold (at the config's field).
     """
     cfg = InstanceOf(PipelineConfig, "a PipelineConfig")("config", config)
     algorithm = OneOf(ALGORITHMS)("algorithm", algorithm)
+    try:
+        return _data_parallel_scenario(cfg, algorithm)
+    except InputError as error:  # a number a Scenario bounds tighter: name the config's field it came from
+        path = _CONFIG_FIELD_OF.get(error.path, error.path)
+        raise InputError(path, error.value, f"{error.allowed} (data_parallel_estimate prices it as a Scenario's "
+                                            f"{error.path})", problem=error.problem) from None
+
+
+#: The PipelineConfig field behind each scenario field :func:`data_parallel_scenario` fills from it.
+_CONFIG_FIELD_OF: dict[str, str] = {
+    "Device.peak_flops": "PipelineConfig.flops_per_s",
+    "Device.memory_bytes": "PipelineConfig.device_memory_bytes",
+    "Link.latency_s": "PipelineConfig.link_latency_s",
+    "Cluster.devices_per_worker": "PipelineConfig.layers_per_stage",
+    "cluster.devices_per_worker": "PipelineConfig.layers_per_stage",
+    "Workload.num_params": "PipelineConfig.model.num_params",
+    "Workload.flops_per_sample": "PipelineConfig.model (forward + backward FLOP per example)",
+    "Workload.bytes_per_param": "PipelineConfig.model.bytes_per_value",
+}
+
+
+def _data_parallel_scenario(cfg: PipelineConfig, algorithm: str) -> Scenario:
     model = cfg.model
     shared = cfg.devices_share_cores
     device = Device(name="pipeline device", kind="cpu", peak_flops=cfg.flops_per_s, efficiency=1.0,
