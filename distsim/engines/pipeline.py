@@ -38,6 +38,10 @@ Cost model:
 * The optimizer update is left out: it costs the same with or without a
   pipeline and is small next to forward and backward (a few FLOPs per
   parameter against about ``6 * batch`` per parameter).
+* The side-by-side with data parallelism (:func:`data_parallel_estimate`)
+  is priced as :func:`distsim.predict` prices a scenario: from the
+  :class:`~distsim.mechanics.stepcosts.StepCosts` of the equivalent
+  scenario (:func:`data_parallel_scenario`).
 
 Memory per stage: the parameters times ``param_copies`` (weights, gradients,
 optimizer slots) plus the activations it stashes for the backward pass: for
