@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,12 +22,15 @@ from distsim.engines.pipeline import (
     bubble_fraction_closed_form,
     config_for_hardware,
     data_parallel_estimate,
+    data_parallel_scenario,
     dense_model,
     even_split,
     gpipe_step_closed_form_s,
     simulate_pipeline,
     stage_order,
 )
+from distsim.engines import steady
+from distsim.mechanics.stepcosts import step_costs
 from distsim.results.result import Result
 from distsim.scenario import Device, Link, load_preset
 from distsim.results.trace import Trace
@@ -365,6 +369,62 @@ def test_data_parallel_estimate_uses_the_same_costs():
     assert shared.compute_s == pytest.approx(run.single_device_step_s, rel=REL)
     with raises_input("PipelineConfig.global_batch", "255", "a multiple of the 2 devices"):
         data_parallel_estimate(PipelineConfig(**{**vars(cfg), "global_batch": 255, "num_microbatches": 1}))
+
+
+# Data parallelism priced from the StepCosts of the equivalent scenario: every number below is derived by hand.
+def _dp_case(**options):
+    """4 stages of a 4-layer MLP on devices of 5e11 FLOP/s, over TCP: a 1.25e8 B/s wire carrying 1448 of every
+    1514 bytes, behind a host stack of 8e7 B/s (the effective rate: 8e7)."""
+    model = dense_model([784, 256, 256, 256, 10])
+    device = Device("d", "gpu", peak_flops=1e12, efficiency=0.5, memory_bandwidth_Bps=1e11, memory_bytes=1.6e10,
+                    step_overhead_s=0.0)
+    link = Link("tcp", bandwidth_Bps=1.25e8, latency_s=1e-4, payload_fraction=1448 / 1514, stack_bandwidth_Bps=8e7)
+    return config_for_hardware(model, (1, 1, 1, 1), 256, 8, device, link, overhead_s=1e-5, **options)
+
+
+#: Forward (2ab) and backward (4ab) FLOP per example of the layers above, and their parameter bytes.
+DP_FLOP = 6 * (784 * 256 + 256 * 256 * 2 + 256 * 10)
+DP_BYTES = 4 * (784 * 256 + 256 + 2 * (256 * 256 + 256) + 256 * 10 + 10)
+
+
+@pytest.mark.parametrize("algorithm, allreduce_s", [
+    ("ring", 2 * 3 * 1e-4 + 2 * (3 / 4) * DP_BYTES / 8e7),  # 2(p-1) alpha + 2 (p-1)/p n / B, p = 4
+    ("halving_doubling", 2 * 2 * 1e-4 + 2 * (3 / 4) * DP_BYTES / 8e7),  # 2 log2(p) alpha + 2 (p-1)/p n / B
+])
+def test_data_parallel_estimate_is_priced_from_the_step_costs(algorithm, allreduce_s):
+    cfg = _dp_case()
+    replica_s = 64 * DP_FLOP / 5e11 + 2 * 1e-5  # 256 / 4 examples, one overhead per pass (forward, backward)
+    dp = data_parallel_estimate(cfg, algorithm)
+    assert (dp.compute_s, dp.allreduce_s) == (pytest.approx(replica_s, rel=REL), pytest.approx(allreduce_s, rel=REL))
+    # The costs it reads are the scenario's, at the link's effective rate (not the 1.25e8 B/s wire).
+    scenario = data_parallel_scenario(cfg, algorithm)
+    costs = step_costs(scenario)
+    assert float(costs.intra_Bps) == pytest.approx(8e7, rel=REL)
+    assert float(steady.seconds_per_example(costs)) * 64 == pytest.approx(64 * DP_FLOP / 5e11, rel=REL)
+    assert float(costs.gradient_bytes) == DP_BYTES
+    assert (scenario.num_replicas, scenario.training.global_batch) == (4, 256)
+
+
+def test_data_parallel_estimate_on_shared_cores_free_links_and_one_device():
+    # Logical devices sharing one processor of 2 x 5e11 FLOP/s: the 4 replicas compute one after another.
+    shared = data_parallel_estimate(_dp_case(physical_cores=2))
+    assert shared.compute_s == pytest.approx(4 * (64 * DP_FLOP / 1e12 + 2 * 1e-5), rel=REL)
+    # A free link (math.inf) leaves the ring's 2(p-1) latencies.
+    free = data_parallel_estimate(replace(_dp_case(), link_bandwidth_Bps=math.inf))
+    assert free.allreduce_s == pytest.approx(6 * 1e-4, rel=REL)
+    # One device sums nothing, whatever the algorithm: data parallelism is the single device's step.
+    one = replace(_dp_case(), model=dense_model([784, 256]), layers_per_stage=(1,))
+    for algorithm in ("ring", "parameter_server"):
+        dp = data_parallel_estimate(one, algorithm)
+        assert dp.allreduce_s == 0.0
+        assert dp.step_time_s == pytest.approx(256 * 6 * 784 * 256 / 5e11 + 2 * 1e-5, rel=REL)
+    with raises_input("algorithm", "'allgather'", "one of ('ring', 'tree'"):
+        data_parallel_estimate(_dp_case(), "allgather")
+    with raises_input("config", "None", "a PipelineConfig"):
+        data_parallel_scenario(None)
+    # A number a Scenario bounds tighter than the pipeline is named by the config's field.
+    with raises_input("PipelineConfig.flops_per_s", "1e+21", "<= 1e+20 (FLOP/s) (data_parallel_estimate prices it"):
+        data_parallel_estimate(replace(_dp_case(), flops_per_s=1e21))
 
 
 def _preset(cls, kind, name):

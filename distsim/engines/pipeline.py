@@ -38,6 +38,10 @@ Cost model:
 * The optimizer update is left out: it costs the same with or without a
   pipeline and is small next to forward and backward (a few FLOPs per
   parameter against about ``6 * batch`` per parameter).
+* The side-by-side with data parallelism (:func:`data_parallel_estimate`)
+  is priced as :func:`distsim.predict` prices a scenario: from the
+  :class:`~distsim.mechanics.stepcosts.StepCosts` of the equivalent
+  scenario (:func:`data_parallel_scenario`).
 
 Memory per stage: the parameters times ``param_copies`` (weights, gradients,
 optimizer slots) plus the activations it stashes for the backward pass: for
@@ -56,10 +60,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from distsim.mechanics.collectives import cost_model
+from distsim.engines import steady
+from distsim.mechanics.communication import Communication
+from distsim.mechanics.stepcosts import StepCosts, step_costs
+from distsim.mechanics.strategies import plan
 from distsim.results.result import Result, Summary
 from distsim.results.trace import EVENT_KINDS, Trace
-from distsim.scenario import Cluster, Device, Link
+from distsim.scenario import ALGORITHMS, Cluster, Device, Link, Scenario, Strategy, Training, Workload, limits
 from distsim.validation import (Boolean, InputError, InstanceOf, Integer, Number, OneOf, Optional, Text,
                                 check_fields, checked, default_of)
 
@@ -681,9 +688,12 @@ class DataParallelEstimate:
 
     Attributes:
         num_replicas: devices, each holding the whole model.
-        compute_s: forward and backward of one replica's share of the batch, seconds.
-        allreduce_s: summing the gradients over the link (alpha-beta closed
-            form of ``algorithm``), not overlapped with compute, seconds.
+        compute_s: forward and backward of one replica's share of the batch,
+            one ``overhead_s`` per pass (on shared cores: every replica's,
+            one after another), seconds.
+        allreduce_s: summing the gradients over the link (the collective
+            ``algorithm`` as :class:`~distsim.mechanics.communication.Communication`
+            prices it), not overlapped with compute, seconds.
         step_time_s: ``compute_s + allreduce_s``.
         memory_bytes: per device: all parameters x ``param_copies`` plus the
             activations of its ``global_batch / num_replicas`` examples, bytes.
@@ -698,26 +708,108 @@ class DataParallelEstimate:
     fits: bool | None
 
 
+def data_parallel_scenario(config: PipelineConfig, algorithm: str = "ring") -> Scenario:
+    """``config``'s devices, model and batch as a data-parallel :class:`~distsim.scenario.Scenario`:
+    MirroredStrategy with ``algorithm`` over ``num_stages`` devices of one worker.
+
+    A device computes ``flops_per_s`` (efficiency 1; with ``devices_share_cores``
+    CPU devices sharing one physical core of that speed); the link between
+    devices (both links: there is one worker) carries ``link_bandwidth_Bps``
+    message bytes/s with ``link_latency_s`` (payload fraction 1, no host
+    stack: :func:`config_for_hardware` gives the effective rate already). A
+    free link (``math.inf``) is no Scenario's: the link is at the largest
+    rate a Scenario holds, and :func:`data_parallel_costs` makes it free. The
+    pipeline leaves out the input pipeline, the host's per-step costs and
+    the optimizer update, so the scenario has none (no input time, no
+    overhead or dispatch, the largest memory bandwidth: a free update); its
+    dataset is one global batch.
+
+    Raises:
+        InputError: an ``algorithm`` not in :data:`distsim.scenario.ALGORITHMS`,
+            or a number a Scenario does not hold (at the config's field).
+    """
+    cfg = InstanceOf(PipelineConfig, "a PipelineConfig")("config", config)
+    algorithm = OneOf(ALGORITHMS)("algorithm", algorithm)
+    try:
+        return _data_parallel_scenario(cfg, algorithm)
+    except InputError as error:  # a number a Scenario bounds tighter: name the config's field it came from
+        path = _CONFIG_FIELD_OF.get(error.path, error.path)
+        raise InputError(path, error.value, f"{error.allowed} (data_parallel_estimate prices it as a Scenario's "
+                                            f"{error.path})", problem=error.problem) from None
+
+
+#: The PipelineConfig field behind each scenario field :func:`data_parallel_scenario` fills from it.
+_CONFIG_FIELD_OF: dict[str, str] = {
+    "Device.peak_flops": "PipelineConfig.flops_per_s",
+    "Device.memory_bytes": "PipelineConfig.device_memory_bytes",
+    "Link.latency_s": "PipelineConfig.link_latency_s",
+    "Cluster.devices_per_worker": "PipelineConfig.layers_per_stage",
+    "cluster.devices_per_worker": "PipelineConfig.layers_per_stage",
+    "Workload.num_params": "PipelineConfig.model.num_params",
+    "Workload.flops_per_sample": "PipelineConfig.model (forward + backward FLOP per example)",
+    "Workload.bytes_per_param": "PipelineConfig.model.bytes_per_value",
+}
+
+
+def _data_parallel_scenario(cfg: PipelineConfig, algorithm: str) -> Scenario:
+    model = cfg.model
+    shared = cfg.devices_share_cores
+    device = Device(name="pipeline device", kind="cpu", peak_flops=cfg.flops_per_s, efficiency=1.0,
+                    memory_bandwidth_Bps=limits.MAX_BYTES_PER_S,
+                    memory_bytes=limits.MAX_BYTES if cfg.device_memory_bytes is None else cfg.device_memory_bytes,
+                    step_overhead_s=0.0)
+    link = Link(name="pipeline link", latency_s=cfg.link_latency_s,
+                bandwidth_Bps=min(cfg.link_bandwidth_Bps, limits.MAX_BYTES_PER_S))
+    flops = sum(layer.forward_flops + layer.backward_flops for layer in model.layers)
+    return Scenario(
+        cluster=Cluster(device=device, intra_link=link, inter_link=link, num_workers=1,
+                        devices_per_worker=cfg.num_stages, physical_cores=1.0 if shared else None),
+        workload=Workload(name="pipeline model", num_params=model.num_params, flops_per_sample=flops,
+                          num_examples=cfg.global_batch, bytes_per_param=model.bytes_per_value),
+        strategy=Strategy(name="mirrored", algorithm=algorithm),
+        training=Training(global_batch=cfg.global_batch, steps=1),
+    )
+
+
+def data_parallel_costs(config: PipelineConfig, scenario: Scenario) -> StepCosts:
+    """The :class:`~distsim.mechanics.stepcosts.StepCosts` of ``scenario``
+    (:func:`data_parallel_scenario` of ``config``), its links free when
+    ``config``'s are (``link_bandwidth_Bps=math.inf``)."""
+    free = config.link_bandwidth_Bps == math.inf
+    paths = ("cluster.intra_link.bandwidth_Bps", "cluster.inter_link.bandwidth_Bps")
+    return step_costs(scenario, {path: math.inf for path in paths} if free else None)
+
+
 def data_parallel_estimate(config: PipelineConfig, algorithm: str = "ring") -> DataParallelEstimate:
     """What data parallelism over the same ``config.num_stages`` devices
     would cost, for a side-by-side with the pipeline.
 
+    Priced from the :class:`~distsim.mechanics.stepcosts.StepCosts` of
+    :func:`data_parallel_scenario`, as :func:`distsim.predict` prices any
+    scenario: seconds per example (:func:`distsim.engines.steady.seconds_per_example`),
+    replicas taking turns on shared cores (:func:`distsim.engines.steady.dispatch_wait_s`),
+    and the all-reduce of the whole gradient at the link's message rate
+    (:class:`~distsim.mechanics.communication.Communication`). Only
+    ``overhead_s``, a cost per pass, is the pipeline's own. Memory is the
+    pipeline's accounting (the layers' stashed inputs), not a StepCosts cost.
+
     Raises:
-        InputError: ``global_batch`` not divisible by the number of devices.
-        ValueError: an unknown all-reduce ``algorithm`` (see
-            :func:`distsim.mechanics.collectives.cost_model`).
+        InputError: ``global_batch`` not divisible by the number of devices;
+            see also :func:`data_parallel_scenario`.
     """
     p = InstanceOf(PipelineConfig, "a PipelineConfig")("config", config).num_stages
     if config.global_batch % p:
         raise InputError("PipelineConfig.global_batch", config.global_batch,
                          f"a multiple of the {p} devices (data parallelism gives each the same share)")
+    scenario = data_parallel_scenario(config, algorithm)
+    costs = data_parallel_costs(config, scenario)
+    replica_s = costs.global_batch / p * steady.seconds_per_example(costs) + 2 * config.overhead_s
+    # Own hardware: the replicas compute side by side; shared cores: each waits for the ones before it.
+    compute_s = float(steady.dispatch_wait_s(p, 0.0, replica_s, steady.shares_cores(costs)) + replica_s)
+    with np.errstate(divide="ignore"):  # a free link: message_Bps takes 1 / (1 / inf)
+        allreduce_s = float(Communication.of(scenario, plan(scenario)).time_s(costs, costs.gradient_bytes))
     local = replace(config, layers_per_stage=(config.model.num_layers,), global_batch=config.global_batch // p,
                     num_microbatches=1, schedule="gpipe")
-    f, b = local.stage_times_s()
-    # Logical devices sharing one processor run their replicas one after another.
-    compute_s = float(f[0] + b[0]) * (p if config.devices_share_cores else 1)
-    grad_bytes = config.model.num_params * config.model.bytes_per_value
-    allreduce_s = float(cost_model(algorithm, p).time_s(grad_bytes, config.link_latency_s, config.link_bandwidth_Bps))
     memory = int(local.param_bytes()[0] + local.stash_bytes_per_microbatch()[0])
     fits = None if config.device_memory_bytes is None else memory <= config.device_memory_bytes
     return DataParallelEstimate(p, compute_s, allreduce_s, compute_s + allreduce_s, memory, fits)

@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 from distsim.engines import asyncps, asyncrun, bottleneck, steady, timeline
-from distsim.engines.costs import async_costs, step_costs
+from distsim.engines.costs import StepCosts, async_costs, step_costs
 from distsim.mechanics import memory
 from distsim.results.result import Result, Summary
 from distsim.scenario import Scenario, require_scenario
@@ -112,7 +112,7 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
     # An epoch of one or two steps may have no full step outside an epoch's start: the median of all steps.
     median = float(np.median(steps[full] if full.any() else steps))
     throughput = float(np.sum(run.global_examples)) * steady.aggregated_share(scenario) / total
-    weak, strong = baseline_throughputs(scenario)
+    weak, strong = baseline_throughputs(scenario, p)
     speedup = throughput / weak
     neck = bottleneck.of_sync(scenario, plan_, model.parts)
     summary = Summary(
@@ -142,23 +142,26 @@ def _predict_sync(scenario: Scenario, plan_: StrategyPlan) -> Result:
     )
 
 
-def baseline_throughputs(scenario: Scenario) -> tuple[float, float]:
+def baseline_throughputs(scenario: Scenario, costs: StepCosts | None = None) -> tuple[float, float]:
     """Examples/s of the weak (one replica's batch) and strong (the global
     batch) one-device baselines, each simulated with the scenario's compute
-    distribution, seed and steps (:func:`distsim.engines.timeline.one_device_run`)."""
+    distribution, seed and steps (:func:`distsim.engines.timeline.one_device_run`).
+    ``costs``: the scenario's :class:`~distsim.mechanics.stepcosts.StepCosts`
+    when the caller has them already; both baselines are priced from them."""
+    costs = step_costs(scenario) if costs is None else costs
     replica_batch = int(-(-scenario.training.global_batch // scenario.num_replicas))
-    weak = _simulated_throughput(scenario, replica_batch)
+    weak = _simulated_throughput(scenario, replica_batch, costs)
     if replica_batch == scenario.training.global_batch:
         return weak, weak
-    return weak, _simulated_throughput(scenario, scenario.training.global_batch)
+    return weak, _simulated_throughput(scenario, scenario.training.global_batch, costs)
 
 
-def _simulated_throughput(scenario: Scenario, batch: int) -> float:
+def _simulated_throughput(scenario: Scenario, batch: int, costs: StepCosts) -> float:
     """The one-device run's examples over its total simulated time. Simulated
     under deterministic compute too, where it equals the closed form's
     (:func:`distsim.engines.steady.run_time_s`) but for rounding, so that a
     one-device scenario's efficiency is 1 exactly."""
-    run = timeline.one_device_run(scenario, batch)
+    run = timeline.one_device_run(scenario, batch, costs)
     return float(np.sum(run.global_examples)) / run.run_time_s
 
 
@@ -174,7 +177,7 @@ def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:
     rate = log.updates_per_s
     batch = float(costs.worker_batch)
     throughput = rate * batch
-    weak, strong = baseline_throughputs(scenario)
+    weak, strong = baseline_throughputs(scenario, p)
     speedup = throughput / weak
     cycle = workers / rate
     step_times = np.diff(np.concatenate([[0.0], log.apply_time_s])) * workers

@@ -420,7 +420,12 @@ def one_device_run(scenario: Scenario, batch: int, costs: StepCosts | None = Non
     k-th draw in :func:`simulate` (sync), or worker 0's k-th draw in the
     asynchronous engine (:class:`distsim.engines.asyncps._ComputeTimes`), so
     that sampling noise cannot make N replicas beat one device (efficiency
-    above 1). A scenario of one device is its own baseline, draw for draw."""
+    above 1). A scenario of one device is its own baseline, draw for draw.
+
+    ``costs``: the scenario's :class:`~distsim.mechanics.stepcosts.StepCosts`
+    when the caller has them already (the baseline's own are derived from
+    them by :func:`distsim.engines.steady.one_device_costs`), so that a
+    prediction prices its run and both baselines from one StepCosts."""
     t = scenario.training
     if plan(scenario).mode == "sync":
         rng, draws = np.random.default_rng(t.seed), scenario.num_replicas
