@@ -48,8 +48,12 @@ the server's wiring and the framework's implementation:
 * **TF1 graph-mode parameter servers, one transfer per variable**
   (:func:`sharded_ps_exchange`): a variable lives whole on one PS task,
   placed by TensorFlow's ``GreedyLoadBalancingStrategy`` with
-  ``byte_size_load_fn`` (tf_cnn_benchmarks ``variable_mgr.py``): in creation
-  order, each variable goes to the task with the fewest bytes so far. Each
+  ``byte_size_load_fn`` (tf_cnn_benchmarks ``variable_mgr.py``, its
+  ``parameter_server`` mode): in creation order, each variable goes to the
+  task with the fewest bytes so far. (Its ``distributed_replicated`` mode
+  places round-robin and pulls each variable after its own barrier; the
+  model prices it like ``parameter_server``: data/reference/README.md
+  measures what that costs on the published cells.) Each
   gradient is summed over PCIe and pushed to its task as soon as it is
   ready; every NIC (each task's, and a worker's own) moves its bytes one
   transfer after another, the NICs side by side. The variables are read
