@@ -158,7 +158,7 @@ class Collectives:
             groups = self.static_groups()
             return gradients.serial_chain_end([r * bwd for r in groups.ready],
                                               [self.duration_s(p, s * grad) for s in groups.share]) + pull
-        out = np.empty(np.broadcast_shapes(bwd.shape, np.shape(grad)))
+        out = np.empty(np.broadcast_shapes(bwd.shape, *(np.shape(v) for v in p.numeric().values())))
         bwd_b = np.broadcast_to(bwd, out.shape)
         for value in np.unique(bwd_b):  # the buffers depend on the backward pass's length
             rows = bwd_b == value
