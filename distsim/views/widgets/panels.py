@@ -202,12 +202,44 @@ class TimelinePanel:
         if self.renderer is None:
             freeze_layout(self.fig, draw)
             dynamic = [a for d, t in zip(self.drawings, self.ticks) for a in (*t.artists, *d.ax.spines.values())]
-            self.renderer = BlitRenderer(self.fig, dynamic, dpi=self.dpi)
+            keyed = [axis for d in self.drawings for axis in (d.ax.yaxis, d.ax.xaxis)]
+            self.renderer = LayeredRenderer(self.fig, dynamic, keyed, dpi=self.dpi)
         draw()
         # the background holds the device labels and the unit of the time axis
         key = (tuple(tuple(d.rows) for d in self.drawings), self.drawings[-1].unit)
         pastes = [(d.pixels, d.bars.ox, d.bars.oy) for d in self.drawings]
         self.image.value = self.renderer.png(key=key, pastes=pastes)
+
+
+class LayeredRenderer(BlitRenderer):
+    """A :class:`BlitRenderer` whose background for a new key is a base
+    drawn once (everything but the ``dynamic`` and ``keyed`` artists: the
+    legend, titles, frame) with the ``keyed`` artists, those whose state the
+    key names (the timeline's device labels and time unit), drawn on it. A
+    new replica layout then costs a few labels, not the whole figure."""
+
+    def __init__(self, fig, dynamic, keyed, dpi: float = 72):
+        super().__init__(fig, dynamic, dpi=dpi)
+        self.keyed = list(keyed)
+        for artist in self.keyed:
+            artist.set_animated(True)  # left out of the base
+        self._base = None
+
+    def invalidate(self) -> None:
+        super().invalidate()
+        self._base = None
+
+    def png(self, key=None, pastes=()) -> bytes:
+        if key not in self._backgrounds:
+            if self._base is None:
+                self.canvas.draw()
+                self._base = self.canvas.copy_from_bbox(self.fig.bbox)
+            else:
+                self.canvas.restore_region(self._base)
+            for artist in self.keyed:
+                self.fig.draw_artist(artist)
+            self._backgrounds[key] = self.canvas.copy_from_bbox(self.fig.bbox)
+        return super().png(key=key, pastes=pastes)
 
 
 @dataclass(frozen=True)
