@@ -367,6 +367,8 @@ def critical_replica(p: StepCosts, global_examples, dispatch, collectives: Colle
     ends_before = 0.0  # on shared cores: when the previous candidate's compute ends (the flow shop's E_j)
     previous = -1.0
     for j in index:
+        if np.all(j == previous):
+            continue  # the previous candidate again (its start, compute and end): it cannot end later
         q = np.maximum(np.clip(examples - (first + j) * chunk, 0.0, chunk) * per_example, launch)
         # Shared cores: E_j = max over i <= j of ((i + 1) d + the compute of replicas i..j); within a block of
         # equal compute the maximum is at one of its ends.
