@@ -159,6 +159,9 @@ class Collectives:
             groups = self.static_groups()
             return self._chain_end(p, groups.ready, bwd, groups.share) + pull
         out = np.empty(np.broadcast_shapes(bwd.shape, *_shapes(p)))
+        if out.ndim == 0:  # one scenario: one set of buffers
+            launch, share = self.fused_groups(self.stream.ready * bwd[()])
+            return self._chain_end(p, launch, 1.0, share) + pull
         bwd_b = np.broadcast_to(bwd, out.shape)
         for value in np.unique(bwd_b):  # the buffers depend on the backward pass's length
             rows = bwd_b == value

@@ -122,11 +122,12 @@ def fusion_groups(ready_s: np.ndarray, share: np.ndarray, gradient_bytes: float,
     travels alone; threshold 0: every tensor alone).
     """
     tick = np.ceil(np.maximum(ready_s, 0.0) / cycle_s - 1e-9) * cycle_s
-    sizes = share * gradient_bytes
+    sizes = (share * gradient_bytes).tolist()  # Python floats: the same float64 sums, without NumPy scalars
+    ticks = tick.tolist()
     starts = [0]
     held = sizes[0] if len(sizes) else 0.0
     for i in range(1, len(sizes)):
-        if tick[i] != tick[i - 1] or held + sizes[i] > threshold_bytes:
+        if ticks[i] != ticks[i - 1] or held + sizes[i] > threshold_bytes:
             starts.append(i)
             held = 0.0
         held += sizes[i]
