@@ -183,6 +183,7 @@ class TimelinePanel:
             axes[1, 0].set_title("current", loc="left", fontsize="medium")
             axes[0, 0].set_xlabel("")
         self.renderer = None
+        self._drawn: list = [None] * rows  # (trace, span) each drawing last showed
 
     def show(self, trace, pinned_trace=None) -> None:
         """Redraw with ``trace`` (and ``pinned_trace`` above it, if given)."""
@@ -193,14 +194,18 @@ class TimelinePanel:
         span = max(t.span_s for t in traces)
 
         def draw():
-            for drawing, ticks, t in zip(self.drawings, self.ticks, traces):
+            for i, (drawing, ticks, t) in enumerate(zip(self.drawings, self.ticks, traces)):
+                if self._drawn[i] is not None and self._drawn[i][0] is t and self._drawn[i][1] == span:
+                    continue  # the pinned timeline at the same scale: already drawn
                 drawing.update(t, span_s=span)
                 ticks.update(drawing.ax.get_xlim()[1])
+                self._drawn[i] = (t, span)
             if compare:
                 self.drawings[0].ax.set_xlabel("")
 
         if self.renderer is None:
             freeze_layout(self.fig, draw)
+            self._drawn = [None] * len(self.drawings)  # drawn before the layout: the axes have moved since
             dynamic = [a for d, t in zip(self.drawings, self.ticks) for a in (*t.artists, *d.ax.spines.values())]
             layers = [[d.ax.yaxis] for d in self.drawings] + [[d.ax.xaxis for d in self.drawings]]
             self.renderer = LayeredRenderer(self.fig, dynamic, layers, dpi=self.dpi)
