@@ -134,6 +134,7 @@ def sweep(scenario: Scenario, over: Mapping[str, Any]) -> SweepTable:
                    .reshape([n if j == i else 1 for j, n in enumerate(lengths)]) for i, k in enumerate(keys)}
     out = {name: np.zeros(lengths) for name in SWEEP_OUTPUTS}
     group_shape = [len(values[k]) if k in numeric else 1 for k in keys]
+    numeric_shape = [len(values[k]) for k in keys if k in numeric]  # a group's block of the grid
     for combo in np.ndindex(*[len(values[k]) for k in structural]):
         scn = scenario
         for k, i in zip(structural, combo):
@@ -145,7 +146,7 @@ def sweep(scenario: Scenario, over: Mapping[str, Any]) -> SweepTable:
         at = dict(zip(structural, combo))
         where = tuple(at[k] if k in at else slice(None) for k in keys)
         for name, col in _evaluate(scn, p, group_shape).items():
-            out[name][where] = np.broadcast_to(col, group_shape).reshape(out[name][where].shape)
+            out[name][where] = np.broadcast_to(col, group_shape).reshape(numeric_shape)
     columns = {k: np.broadcast_to(axis_values[k], lengths).reshape(-1) for k in keys}
     columns.update({name: col.reshape(-1) for name, col in out.items()})
     return SweepTable(varied=keys, columns=columns)
