@@ -55,6 +55,7 @@ stragglers. With deterministic compute the two agree exactly.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,17 +157,42 @@ class Collectives:
             return np.maximum(bwd / k + k * c, bwd + c) + pull
         if not self.fused:
             groups = self.static_groups()
-            return gradients.serial_chain_end([r * bwd for r in groups.ready],
-                                              [self.duration_s(p, s * grad) for s in groups.share]) + pull
-        out = np.empty(np.broadcast_shapes(bwd.shape, np.shape(grad)))
+            return self._chain_end(p, groups.ready, bwd, groups.share) + pull
+        out = np.empty(np.broadcast_shapes(bwd.shape, *_shapes(p)))
+        if out.ndim == 0:  # one scenario: one set of buffers
+            launch, share = self.fused_groups(self.stream.ready * bwd[()])
+            return self._chain_end(p, launch, 1.0, share) + pull
         bwd_b = np.broadcast_to(bwd, out.shape)
         for value in np.unique(bwd_b):  # the buffers depend on the backward pass's length
             rows = bwd_b == value
             launch, share = self.fused_groups(self.stream.ready * value)
-            sub = p.rows(out.shape, rows)
-            grad_rows = sub.gradient_bytes
-            out[rows] = gradients.serial_chain_end(list(launch), [self.duration_s(sub, s * grad_rows) for s in share])
+            out[rows] = self._chain_end(p.rows(out.shape, rows), launch, 1.0, share)
         return out + pull
+
+    def _chain_end(self, p: StepCosts, ready, backward_s, share) -> np.ndarray:
+        """:func:`~distsim.mechanics.gradients.serial_chain_end` of collectives of ``share`` of the gradient
+        each, launched at ``ready x backward_s`` (``ready``, ``share``: one entry per collective). The
+        collectives are priced and chained in one NumPy call each (a leading axis of collectives) while
+        those arrays stay under :data:`_STACKED_VALUES` values, else one collective at a time."""
+        grad = p.gradient_bytes
+        rows = np.broadcast_shapes(*_shapes(p))
+        lead = (-1,) + (1,) * max(len(rows), np.ndim(backward_s))
+        if len(share) * math.prod(rows) <= _STACKED_VALUES:
+            durations = self.duration_s(p, np.reshape(share, lead) * grad)
+        else:
+            durations = [self.duration_s(p, s * grad) for s in share]
+        if len(ready) * math.prod(np.broadcast_shapes(rows, np.shape(backward_s))) <= _STACKED_VALUES:
+            return gradients.serial_chain_end(np.reshape(ready, lead) * backward_s, durations)
+        return gradients.serial_chain_end([r * backward_s for r in ready], durations)
+
+
+#: Most values in one stacked array of :meth:`Collectives._chain_end` (32 MB of float64).
+_STACKED_VALUES = 2**22
+
+
+def _shapes(p: StepCosts) -> list[tuple[int, ...]]:
+    """The shapes of ``p``'s numeric fields."""
+    return [np.shape(v) for v in p.numeric().values()]
 
 
 def metric_comm_s(p: StepCosts, comm: Communication) -> np.ndarray:
@@ -344,6 +370,8 @@ def critical_replica(p: StepCosts, global_examples, dispatch, collectives: Colle
     ends_before = 0.0  # on shared cores: when the previous candidate's compute ends (the flow shop's E_j)
     previous = -1.0
     for j in index:
+        if np.all(j == previous):
+            continue  # the previous candidate again (its start, compute and end): it cannot end later
         q = np.maximum(np.clip(examples - (first + j) * chunk, 0.0, chunk) * per_example, launch)
         # Shared cores: E_j = max over i <= j of ((i + 1) d + the compute of replicas i..j); within a block of
         # equal compute the maximum is at one of its ends.

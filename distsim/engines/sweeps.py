@@ -127,24 +127,28 @@ def sweep(scenario: Scenario, over: Mapping[str, Any]) -> SweepTable:
         rule, integers = rule_at(scenario, k), all(isinstance(x, (int, np.integer)) for x in values[k])
         for v in np.unique(np.asarray(values[k], dtype=float)):
             rule(k, int(v) if integers and float(v).is_integer() else float(v))  # an integer field's rule sees an int
-    grid = np.indices([len(values[k]) for k in keys]).reshape(len(keys), -1).T
-    out = {name: np.zeros(len(grid)) for name in SWEEP_OUTPUTS}
-    struct_cols = [keys.index(k) for k in structural]
-    group_of = np.ravel_multi_index(grid[:, struct_cols].T, [len(values[k]) for k in structural]) if structural \
-        else np.zeros(len(grid), dtype=np.int64)
-    for gid in np.unique(group_of):
-        rows = np.flatnonzero(group_of == gid)
+    lengths = [len(values[k]) for k in keys]
+    # The grid is kept as an array of shape ``lengths`` (row order: its C order). Each numeric column is one
+    # axis of it, so a cost depending on some fields is computed once per combination of those fields only.
+    axis_values = {k: np.asarray(values[k], dtype=float if _all_numbers(values[k]) else object)
+                   .reshape([n if j == i else 1 for j, n in enumerate(lengths)]) for i, k in enumerate(keys)}
+    out = {name: np.zeros(lengths) for name in SWEEP_OUTPUTS}
+    group_shape = [len(values[k]) if k in numeric else 1 for k in keys]
+    numeric_shape = [len(values[k]) for k in keys if k in numeric]  # a group's block of the grid
+    for combo in np.ndindex(*[len(values[k]) for k in structural]):
         scn = scenario
-        for k, i in zip(structural, grid[rows[0], struct_cols]):
+        for k, i in zip(structural, combo):
             scn = scn.replace(k, values[k][i])
-        varied = {k: np.asarray(values[k], dtype=float)[grid[rows, keys.index(k)]] for k in numeric}
-        p = step_costs(scn, varied).broadcast((len(rows),))
-        rules.check_scenario(lambda path, p=p, scn=scn: p.value_at(path) if path in numeric else scn.value_at(path))
-        for name, col in _evaluate(scn, p).items():
-            out[name][rows] = col
-    columns = {k: np.asarray(values[k], dtype=float if _all_numbers(values[k]) else object)[grid[:, j]]
-               for j, k in enumerate(keys)}
-    columns.update(out)
+        varied = {k: axis_values[k] for k in numeric}
+        p = step_costs(scn, varied)
+        rules.check_scenario(lambda path, p=p, scn=scn: np.broadcast_to(p.value_at(path), group_shape)
+                             if path in numeric else scn.value_at(path))
+        at = dict(zip(structural, combo))
+        where = tuple(at[k] if k in at else slice(None) for k in keys)
+        for name, col in _evaluate(scn, p, group_shape).items():
+            out[name][where] = np.broadcast_to(col, group_shape).reshape(numeric_shape)
+    columns = {k: np.broadcast_to(axis_values[k], lengths).reshape(-1) for k in keys}
+    columns.update({name: col.reshape(-1) for name, col in out.items()})
     return SweepTable(varied=keys, columns=columns)
 
 
@@ -180,9 +184,12 @@ def _all_numbers(vals: list) -> bool:
                for v in vals)
 
 
-def _evaluate(scn: Scenario, p: StepCosts) -> dict[str, np.ndarray]:
+def _evaluate(scn: Scenario, p: StepCosts, shape: list[int]) -> dict[str, np.ndarray]:
+    """The :data:`SWEEP_OUTPUTS` of one group's rows, arrays that broadcast to ``shape``."""
     plan_ = plan(scn)
-    replicas = np.full(len(p.global_batch), float(scn.num_replicas))
+    if plan_.mode == "async":
+        p = p.broadcast(shape)  # the asynchronous costs expect every field at the rows' shape
+    replicas = np.full(shape, float(scn.num_replicas))
     model = steady.step_model(scn, p)
     if plan_.mode == "async":
         costs = async_costs(p, plan_)

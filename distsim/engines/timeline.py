@@ -105,7 +105,7 @@ def latest(a: np.ndarray, b: np.ndarray, fractions: np.ndarray) -> np.ndarray:
     upper front of the replicas for many."""
     if len(fractions) > 16:
         a, b = upper_front(a, b)
-    return np.array([np.max(a + f * b) for f in fractions])
+    return np.max(a[None, :] + np.asarray(fractions)[:, None] * b[None, :], axis=1)
 
 
 @dataclass

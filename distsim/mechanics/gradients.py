@@ -122,11 +122,12 @@ def fusion_groups(ready_s: np.ndarray, share: np.ndarray, gradient_bytes: float,
     travels alone; threshold 0: every tensor alone).
     """
     tick = np.ceil(np.maximum(ready_s, 0.0) / cycle_s - 1e-9) * cycle_s
-    sizes = share * gradient_bytes
+    sizes = (share * gradient_bytes).tolist()  # Python floats: the same float64 sums, without NumPy scalars
+    ticks = tick.tolist()
     starts = [0]
     held = sizes[0] if len(sizes) else 0.0
     for i in range(1, len(sizes)):
-        if tick[i] != tick[i - 1] or held + sizes[i] > threshold_bytes:
+        if ticks[i] != ticks[i - 1] or held + sizes[i] > threshold_bytes:
             starts.append(i)
             held = 0.0
         held += sizes[i]
@@ -144,6 +145,10 @@ def serial_chain(launch_s: np.ndarray, duration_s: np.ndarray) -> tuple[np.ndarr
 def serial_chain_end(launch_s, duration_s):
     """When the last of the collectives ends (arrays: first axis the
     collectives, the rest broadcast): ``max_g (launch_g + sum_{j >= g} d_j)``."""
+    if isinstance(launch_s, np.ndarray) and isinstance(duration_s, np.ndarray) and len(duration_s):
+        # The same sums in the same order as the loop below (a running sum from the last), in one call each.
+        suffix = np.cumsum(duration_s[::-1], axis=0)[::-1]
+        return np.max(launch_s + suffix, axis=0)
     suffix = 0.0
     end = -np.inf
     for g in range(len(duration_s) - 1, -1, -1):

@@ -12,6 +12,7 @@ leaves unset (``None``) is NaN; a boolean is 0.0 or 1.0.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -174,12 +175,12 @@ class StepCosts:
         """Bytes of the whole gradient (and of the variables): ``num_params x bytes_per_param``."""
         return self.num_params * self.bytes_per_param
 
-    @property
+    @functools.cached_property
     def intra_Bps(self) -> np.ndarray:
         """Message bytes per second over the intra-worker link (:func:`distsim.scenario.message_Bps`)."""
         return message_Bps(self.intra_bandwidth_Bps, self.intra_payload_fraction, self.intra_stack_bandwidth_Bps)
 
-    @property
+    @functools.cached_property
     def inter_Bps(self) -> np.ndarray:
         """Message bytes per second over the inter-worker link (:func:`distsim.scenario.message_Bps`)."""
         return message_Bps(self.inter_bandwidth_Bps, self.inter_payload_fraction, self.inter_stack_bandwidth_Bps)

@@ -183,6 +183,7 @@ class TimelinePanel:
             axes[1, 0].set_title("current", loc="left", fontsize="medium")
             axes[0, 0].set_xlabel("")
         self.renderer = None
+        self._drawn: list = [None] * rows  # (trace, span) each drawing last showed
 
     def show(self, trace, pinned_trace=None) -> None:
         """Redraw with ``trace`` (and ``pinned_trace`` above it, if given)."""
@@ -193,21 +194,77 @@ class TimelinePanel:
         span = max(t.span_s for t in traces)
 
         def draw():
-            for drawing, ticks, t in zip(self.drawings, self.ticks, traces):
+            for i, (drawing, ticks, t) in enumerate(zip(self.drawings, self.ticks, traces)):
+                if self._drawn[i] is not None and self._drawn[i][0] is t and self._drawn[i][1] == span:
+                    continue  # the pinned timeline at the same scale: already drawn
                 drawing.update(t, span_s=span)
                 ticks.update(drawing.ax.get_xlim()[1])
+                self._drawn[i] = (t, span)
             if compare:
                 self.drawings[0].ax.set_xlabel("")
 
         if self.renderer is None:
             freeze_layout(self.fig, draw)
+            self._drawn = [None] * len(self.drawings)  # drawn before the layout: the axes have moved since
             dynamic = [a for d, t in zip(self.drawings, self.ticks) for a in (*t.artists, *d.ax.spines.values())]
-            self.renderer = BlitRenderer(self.fig, dynamic, dpi=self.dpi)
+            layers = [[d.ax.yaxis] for d in self.drawings] + [[d.ax.xaxis for d in self.drawings]]
+            self.renderer = LayeredRenderer(self.fig, dynamic, layers, dpi=self.dpi)
         draw()
-        # the background holds the device labels and the unit of the time axis
-        key = (tuple(tuple(d.rows) for d in self.drawings), self.drawings[-1].unit)
+        # the background holds each timeline's device labels and the unit of the time axis
+        key = (*(tuple(d.rows) for d in self.drawings), self.drawings[-1].unit)
         pastes = [(d.pixels, d.bars.ox, d.bars.oy) for d in self.drawings]
         self.image.value = self.renderer.png(key=key, pastes=pastes)
+
+
+class LayeredRenderer(BlitRenderer):
+    """A :class:`BlitRenderer` whose background for a new key is composed:
+    a base drawn once (everything but the ``dynamic`` artists and the
+    ``layers``: the legend, titles, frame) and one patch per layer, the
+    pixels its artists change when drawn on the base, kept per state. The
+    key has one entry per layer naming that layer's state (the device labels
+    of each timeline, the time unit). A new replica layout then costs one
+    axis's labels, not the whole figure. The layers' pixels must not
+    overlap (they are the separate axes' labels), so the composition equals
+    drawing them one after another."""
+
+    def __init__(self, fig, dynamic, layers, dpi: float = 72):
+        super().__init__(fig, dynamic, dpi=dpi)
+        self.layers = [list(artists) for artists in layers]
+        for artist in (a for artists in self.layers for a in artists):
+            artist.set_animated(True)  # left out of the base
+        self._base = None
+        self._patches: dict = {}
+
+    def invalidate(self) -> None:
+        super().invalidate()
+        self._base = None
+        self._patches.clear()
+
+    def png(self, key=(), pastes=()) -> bytes:
+        if key not in self._backgrounds:
+            self._backgrounds[key] = self._compose(key)
+        return super().png(key=key, pastes=pastes)
+
+    def _compose(self, key):
+        """The background of ``key``: the base with each layer's patch."""
+        if self._base is None:
+            self.canvas.draw()
+            self._base = np.asarray(self.canvas.buffer_rgba()).copy()
+        buffer = np.asarray(self.canvas.buffer_rgba())
+        pixels = buffer.reshape(-1, 4)
+        patches = []
+        for i, (artists, state) in enumerate(zip(self.layers, key)):
+            if (i, state) not in self._patches:
+                buffer[...] = self._base
+                for artist in artists:
+                    self.fig.draw_artist(artist)
+                changed = np.flatnonzero(np.any(buffer != self._base, axis=-1))
+                self._patches[i, state] = (changed, pixels[changed].copy())
+            patches.append(self._patches[i, state])
+        buffer[...] = self._base
+        for changed, values in patches:
+            pixels[changed] = values
+        return self.canvas.copy_from_bbox(self.fig.bbox)
 
 
 @dataclass(frozen=True)
