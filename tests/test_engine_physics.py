@@ -261,3 +261,32 @@ def test_sweep_over_num_buckets_gives_predict_per_row():
     want = [predict(base.replace("training.num_buckets", b)).summary.step_time_s for b in (1, 4, 16)]
     assert len(set(want)) == 3   # the bucket count does move this step, so the check below can fail
     assert list(rows["step_time_s"]) == pytest.approx(want, rel=1e-9)   # same model, rounding only
+
+
+# Horovod fusion with an uneven split: a tensor is ready once every replica has it, so the buffers follow the
+# merged readiness of all replicas (the timeline's rule), never one replica's own. Before, the closed form
+# priced each candidate replica's buffers alone: a replica with no examples (49 over 8: chunks of 7, the last
+# replica empty) "had" every gradient at once and its different buffers ended the step at 0.767628 s, where
+# the event timeline (and the same step with every replica full, batch 56) gives 0.766988 s.
+FUSED_UNEVEN = dict(device="h100", workload="vgg16_224", strategy="central_storage", devices_per_worker=8,
+                    compute_distribution="deterministic", grouping="fusion", fusion_threshold_bytes=1048576,
+                    fusion_cycle_s=0.0014153218974239839)
+
+
+def test_fused_sweep_with_an_empty_replica_is_the_timeline():
+    scenario = make_scenario(global_batch=49, **FUSED_UNEVEN).replace("cluster.intra_link.latency_s", 4.484e-4)
+    row = distsim.sweep(scenario, {"training.global_batch": [49, 56]})
+    timeline_s = predict(scenario).summary.step_time_s
+    assert row["step_time_s"][0] == pytest.approx(timeline_s, rel=1e-12)  # the same sums in another order
+    assert row["step_time_s"][0] == pytest.approx(row["step_time_s"][1], rel=1e-12)  # the empty replica adds nothing here
+
+
+def test_fused_exposure_is_after_the_last_backward_pass():
+    # 89 over 6 TPU cores: five replicas of 15 examples, one of 14, ending the step together after the fused
+    # buffers; the exposed communication is counted after the last backward pass to end (a 15-example replica),
+    # as the timeline counts it: comm_fraction 0.0800, not the 14-example replica's 0.133.
+    scenario = make_scenario(device="tpu_v4_core", workload="mnist_small_cnn", strategy="tpu", devices_per_worker=6,
+                             global_batch=89, compute_distribution="deterministic", grouping="fusion")
+    scenario = scenario.replace("workload.compute_s_per_sample", 4.361026426469847e-4)
+    row = distsim.sweep(scenario, {"training.global_batch": [89]})
+    assert row["comm_fraction"][0] == pytest.approx(predict(scenario).summary.comm_fraction, rel=1e-9)

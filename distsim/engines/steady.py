@@ -143,7 +143,8 @@ class Collectives:
     def chain_s(self, p: StepCosts, backward_s) -> np.ndarray:
         """Seconds from the start of the backward pass until the last
         collective ends, with every replica's backward taking ``backward_s``
-        (arrays broadcast over a sweep)."""
+        (arrays broadcast over a sweep), for collectives whose grouping does
+        not depend on timing (fused buffers: :meth:`fused_chain_end_s`)."""
         grad = p.gradient_bytes
         bwd = np.asarray(backward_s, dtype=float)
         if self.sharded:
@@ -155,19 +156,39 @@ class Collectives:
             k = 1 if self.backup_workers else self.training.num_buckets
             c = self.duration_s(p, grad / k)
             return np.maximum(bwd / k + k * c, bwd + c) + pull
-        if not self.fused:
-            groups = self.static_groups()
-            return self._chain_end(p, groups.ready, bwd, groups.share) + pull
-        out = np.empty(np.broadcast_shapes(bwd.shape, *_shapes(p)))
-        if out.ndim == 0:  # one scenario: one set of buffers
-            launch, share = self.fused_groups(self.stream.ready * bwd[()])
-            return self._chain_end(p, launch, 1.0, share) + pull
-        bwd_b = np.broadcast_to(bwd, out.shape)
-        for value in np.unique(bwd_b):  # the buffers depend on the backward pass's length
-            rows = bwd_b == value
-            launch, share = self.fused_groups(self.stream.ready * value)
-            out[rows] = self._chain_end(p.rows(out.shape, rows), launch, 1.0, share)
-        return out + pull
+        groups = self.static_groups()
+        return self._chain_end(p, groups.ready, bwd, groups.share) + pull
+
+    def fused_chain_end_s(self, p: StepCosts, forward_ends: list, backwards: list) -> np.ndarray:
+        """When the last fused collective (and a PS's pull) ends, for replicas
+        whose backward passes start at ``forward_ends`` and last ``backwards``
+        (one entry per replica, arrays broadcast over a sweep). As in the
+        timeline, a tensor is ready once every replica has it, and Horovod's
+        cycle ticks from the start of the last backward pass: the buffers
+        follow the merged readiness, not any one replica's (an empty replica
+        is ready at once, yet waits for the others)."""
+        first_tick = np.maximum.reduce([np.asarray(f, dtype=float) for f in forward_ends])
+        n = len(backwards)
+        shape = np.broadcast_shapes(*(np.shape(x) for x in (*forward_ends, *backwards)), *_shapes(p))
+        if not shape:
+            launch, share = self._merged_groups([f - first_tick for f in forward_ends], backwards)
+            return first_tick + self._chain_end(p, launch, 1.0, share) + self.pull_s(p)
+        keys = [np.broadcast_to(x, shape).reshape(-1) for x in [f - first_tick for f in forward_ends] + list(backwards)]
+        unique, inverse = np.unique(np.stack(keys, axis=-1), axis=0, return_inverse=True)
+        inverse = inverse.reshape(shape)
+        out = np.empty(shape)
+        for u, key in enumerate(unique):  # the buffers depend on the replicas' timing
+            rows = inverse == u
+            launch, share = self._merged_groups(key[:n], key[n:])
+            q = p.rows(shape, rows)
+            out[rows] = self._chain_end(q, launch, 1.0, share) + self.pull_s(q)
+        return first_tick + out
+
+    def _merged_groups(self, offsets, lengths) -> tuple[np.ndarray, np.ndarray]:
+        """Horovod's buffers when each tensor is ready at the latest of the
+        replicas' ``offset + ready x length`` (seconds after the first tick)."""
+        ready = np.max(np.reshape(offsets, (-1, 1)) + np.reshape(lengths, (-1, 1)) * self.stream.ready[None, :], axis=0)
+        return self.fused_groups(ready)
 
     def _chain_end(self, p: StepCosts, ready, backward_s, share) -> np.ndarray:
         """:func:`~distsim.mechanics.gradients.serial_chain_end` of collectives of ``share`` of the gradient
@@ -219,7 +240,7 @@ class StepParts:
             to the device.
         overhead_s: the worker host's fixed cost of the step.
         dispatch_s: from the end of that overhead until the replica that
-            ends the step (:func:`critical_replica`) starts computing: its
+            ends the step (:func:`replica_candidates`) starts computing: its
             own and earlier replicas' dispatch, and on shared cores the
             earlier replicas' compute.
         forward_s, backward_s: compute pieces of that replica.
@@ -346,9 +367,9 @@ def update_s(p: StepCosts) -> np.ndarray:
     return p.num_params * p.optimizer_bytes_per_param / p.memory_bandwidth_Bps
 
 
-def critical_replica(p: StepCosts, global_examples, dispatch, collectives: Collectives | None, worker=0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(end, start, compute, comm chain) of the replica of ``worker`` whose
-    end ends its part of the step (times from the end of its host's overhead).
+def replica_candidates(p: StepCosts, global_examples, dispatch, worker=0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(start, compute) of each replica of ``worker`` that may end its part
+    of the step (times from the end of its host's overhead).
 
     The global batch is split as :func:`distsim.mechanics.sharding.replica_batch_sizes`
     says: chunks of ``c = ceil(examples / replicas)`` in replica order, so
@@ -366,7 +387,7 @@ def critical_replica(p: StepCosts, global_examples, dispatch, collectives: Colle
     index = [np.maximum(full - 1.0, 0.0), np.minimum(full, local - 1.0), local - 1.0]
     per_example, launch = seconds_per_example(p), launch_s(p)
     shared = shares_cores(p)
-    best = None
+    candidates = []
     ends_before = 0.0  # on shared cores: when the previous candidate's compute ends (the flow shop's E_j)
     previous = -1.0
     for j in index:
@@ -381,22 +402,35 @@ def critical_replica(p: StepCosts, global_examples, dispatch, collectives: Colle
         flow_end = np.where(j > previous, flow_end, ends_before)  # the same replica as the previous candidate
         start = np.where(shared, flow_end - q, (j + 1) * dispatch)
         ends_before, previous = flow_end, np.maximum(j, previous)
-        chain = np.zeros_like(q) if collectives is None else collectives.chain_s(p, q * 2 / 3) * np.ones_like(q)
-        end = start + q / 3 + np.where(chain > 0, np.maximum(chain, q * 2 / 3), q * 2 / 3)
-        if best is None:
-            best = (end, start, q, chain)
-        else:
-            later = end > best[0]
-            best = tuple(np.where(later, new, old) for new, old in zip((end, start, q, chain), best))
-    return best
+        candidates.append((start, q))
+    return candidates
+
+
+def _chains(p: StepCosts, collectives: Collectives | None, candidates: list) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each candidate's (comm chain, end): the chain from the start of its
+    backward pass until the last collective ends, and when its part of the
+    step ends, from the end of its host's overhead (``candidates``: (costs,
+    overhead, start, compute)). Fused buffers follow every candidate's
+    readiness at once (:meth:`Collectives.fused_chain_end_s`), so their
+    candidates share one end of communication; other chains are max-plus in
+    the readiness, so each candidate's own chain gives the same latest end."""
+    if collectives is not None and collectives.fused:
+        forward_ends = [o + a + q / 3 for _, o, a, q in candidates]
+        merged = collectives.fused_chain_end_s(p, forward_ends, [q * 2 / 3 for *_, q in candidates])
+        return [(merged - f, np.maximum(merged - o, a + q)) for f, (_, o, a, q) in zip(forward_ends, candidates)]
+    out = []
+    for costs, _, start, q in candidates:
+        chain = np.zeros_like(q) if collectives is None else collectives.chain_s(costs, q * 2 / 3) * np.ones_like(q)
+        out.append((chain, start + q / 3 + np.where(chain > 0, np.maximum(chain, q * 2 / 3), q * 2 / 3)))
+    return out
 
 
 def step_parts(p: StepCosts, global_examples, plan_: StrategyPlan, collectives: Collectives | None = None,
                metric_comm=0.0, straggler: StepCosts | None = None) -> StepParts:
     """Costs of one step that carries ``global_examples`` examples, of the
-    worker that ends it: worker 0 (the largest batches) or, with
-    ``straggler`` (the last worker's costs, :func:`straggler_costs`), the
-    last worker."""
+    replica that ends it: one of worker 0 (the largest batches) or, with
+    ``straggler`` (the last worker's costs, :func:`straggler_costs`), of the
+    last worker (:func:`replica_candidates`)."""
     workers = p.num_workers
     local = p.devices_per_worker
     b = ceil_div(global_examples, workers * local).astype(float)
@@ -404,15 +438,25 @@ def step_parts(p: StepCosts, global_examples, plan_: StrategyPlan, collectives: 
         overhead, start, compute, chain, host = _backup_critical(p, straggler, global_examples, plan_, collectives)
     else:
         last = int(np.unique(workers).item()) - 1
-        candidates = [(p, 0)] if straggler is None else [(straggler, last)] + ([(p, 0)] if last else [])
-        best = None
-        for q_params, worker in candidates:
+        hosts = [(p, 0)] if straggler is None else [(straggler, last)] + ([(p, 0)] if last else [])
+        candidates, host_ends = [], []
+        for q_params, worker in hosts:
             overhead, dispatch = host_costs_s(q_params, plan_)
-            end, start, compute, chain = critical_replica(q_params, global_examples, dispatch, collectives, worker)
-            end = overhead + np.maximum(end, local * dispatch)
-            row = (end, overhead, local * dispatch, start, compute, chain)
-            best = row if best is None else tuple(np.where(end > best[0], new, old) for new, old in zip(row, best))
-        _, overhead, host, start, compute, chain = best
+            for start, compute in replica_candidates(q_params, global_examples, dispatch, worker):
+                candidates.append((q_params, overhead, start, compute))
+                host_ends.append(local * dispatch)
+        best = None
+        for (_, overhead, start, q), host, (chain, end) in zip(candidates, host_ends,
+                                                               _chains(p, collectives, candidates)):
+            end = overhead + np.maximum(end, host)
+            row = (end, overhead + start + q, overhead, host, start, q, chain)
+            if best is not None:
+                # Of replicas that end the step together, the last to finish its backward pass: the
+                # communication after it is what the step exposes (as the timeline counts it).
+                later = (end > best[0]) | ((end == best[0]) & (row[1] > best[1]))
+                row = tuple(np.where(later, new, old) for new, old in zip(row, best))
+            best = row
+        _, _, overhead, host, start, compute, chain = best
     return StepParts(
         replica_batch=b,
         input_s=input_s(p, global_examples) * np.ones_like(b),
@@ -434,7 +478,7 @@ def _backup_critical(p: StepCosts, straggler: StepCosts | None, global_examples,
     replicas to finish their backward pass, so its critical replica is the
     ``(N - b)``-th to finish among all replicas (every worker's, the last
     worker's with ``straggler``'s cores), each starting as
-    :func:`critical_replica` says (own hardware: after its dispatch; shared
+    :func:`replica_candidates` says (own hardware: after its dispatch; shared
     cores: also after the replica before it). A replica its host has not
     dispatched by then updates once dispatched: ``host dispatch`` is the
     last host's dispatch end, counted from the critical replica's host's
