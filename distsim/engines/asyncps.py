@@ -146,33 +146,55 @@ def expected_staleness_exponential(compute_mean_s) -> np.ndarray:
     return (mu.sum() - mu) / mu
 
 
-def worker_means_s(num_workers: int, compute_mean_s, path: str = "compute_mean_s") -> np.ndarray:
+def worker_means_s(num_workers: int, compute_mean_s, path: str = "compute_mean_s", rule: Number = _MEAN_S,
+                   each: str = "> 0 seconds") -> np.ndarray:
     """Each worker's mean compute time, seconds: ``compute_mean_s`` is one
-    number for every worker or a sequence of one per worker, each finite and > 0.
+    number for every worker or a sequence of one per worker, each finite and > 0
+    (or as ``rule`` allows, which ``each`` says).
 
     Raises:
         InputError: at ``path`` (``path[i]`` for a bad element).
     """
     if not isinstance(compute_mean_s, (list, tuple, np.ndarray)) or np.ndim(compute_mean_s) == 0:
-        return np.full(num_workers, _MEAN_S(path, compute_mean_s), dtype=float)
+        return np.full(num_workers, rule(path, compute_mean_s), dtype=float)
     if len(compute_mean_s) != num_workers:
         raise InputError(path, compute_mean_s, f"one number for every worker, or a list of {num_workers} (one per "
-                         "worker), each > 0 seconds")
-    return np.array([_MEAN_S(f"{path}[{i}]", v) for i, v in enumerate(compute_mean_s)], dtype=float)
+                         f"worker), each {each}")
+    return np.array([rule(f"{path}[{i}]", v) for i, v in enumerate(compute_mean_s)], dtype=float)
 
 
 class _ComputeTimes:
-    """Per-worker random streams: worker i's k-th compute time is the same
-    whichever engine asks and in whatever batch sizes."""
+    """Per-worker random streams: worker i's k-th time outside its transfers
+    is the same whichever engine asks and in whatever batch sizes.
 
-    def __init__(self, means: np.ndarray, distribution: str, sigma: float, seed: int):
+    Only the compute is random, as in the synchronous engines and the
+    one-device baseline (``distsim.engines.timeline``): the k-th draw is
+    ``max(mean x factor, min_compute)``; the input and the host's fixed time
+    are not, and come on top (``input + host + compute``) or, with
+    ``prefetch``, overlap it (``max(input, host + compute)``)."""
+
+    def __init__(self, means: np.ndarray, distribution: str, sigma: float, seed: int, input_s=0.0, host_s=0.0,
+                 min_compute_s=0.0, prefetch: bool = True):
         self.means = means
         self.distribution = distribution
         self.sigma = sigma
         self.rngs = [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(len(means))]
+        self.input_s, self.host_s, self.min_compute_s = (np.broadcast_to(np.asarray(x, dtype=float), means.shape)
+                                                         for x in (input_s, host_s, min_compute_s))
+        self.prefetch = prefetch
+
+    def own_s(self, worker: int, compute_s: np.ndarray) -> np.ndarray:
+        """Worker ``worker``'s times outside its transfers for compute times ``compute_s``."""
+        device = self.host_s[worker] + np.maximum(compute_s, self.min_compute_s[worker])
+        return np.maximum(self.input_s[worker], device) if self.prefetch else self.input_s[worker] + device
+
+    def mean_s(self) -> np.ndarray:
+        """Each worker's time outside its transfers at its mean compute time."""
+        return np.array([float(self.own_s(w, self.means[w])) for w in range(len(self.means))])
 
     def draw(self, worker: int, size: int) -> np.ndarray:
-        return self.means[worker] * stragglers.factors(self.rngs[worker], self.distribution, size, self.sigma)
+        factor = stragglers.factors(self.rngs[worker], self.distribution, size, self.sigma)
+        return self.own_s(worker, self.means[worker] * factor)
 
 
 def simulate_async(
@@ -190,6 +212,10 @@ def simulate_async(
     duplex: bool = False,
     ps_request_s: float = 0.0,
     ps_apply_s: float = 0.0,
+    input_s=0.0,
+    host_s=0.0,
+    min_compute_s=0.0,
+    prefetch: bool = True,
 ) -> UpdateLog:
     """Simulate asynchronous PS training until ``num_updates`` are applied.
 
@@ -197,7 +223,9 @@ def simulate_async(
         num_workers: workers W.
         num_updates: updates to apply.
         compute_mean_s: mean compute time per gradient, seconds; a scalar or
-            one value per worker (heterogeneous workers).
+            one value per worker (heterogeneous workers). The only random
+            part of a worker's time outside its transfers: its k-th compute
+            is ``compute_mean_s`` times a random factor with mean 1.
         distribution: compute-time distribution, one of :data:`DISTRIBUTIONS`.
         sigma: log-standard-deviation of the lognormal (its mean stays
             ``compute_mean_s``).
@@ -220,6 +248,16 @@ def simulate_async(
             after the push's bytes are in (by the host with ``duplex``, else by
             the one server), one apply at a time, and part of ``push_s`` (a
             push ends at its apply).
+        input_s: a worker's input per update (reading and copying its
+            batch), seconds, not random; a scalar or one per worker.
+        host_s: a worker host's fixed time per update (step overhead and
+            dispatch), seconds, not random; a scalar or one per worker.
+        min_compute_s: least a compute lasts (the host's kernel launches of
+            other replicas, ``steady.launch_s``), seconds; a scalar or one
+            per worker.
+        prefetch: the input overlaps the host's and the device's work:
+            a worker's time outside its transfers is ``max(input, host +
+            compute)``; without, ``input + host + compute``.
         engine: ``"auto"`` (vectorized unless there is PS contention),
             ``"vectorized"`` or ``"events"``.
     """
@@ -240,7 +278,9 @@ def simulate_async(
                          "0 with engine='vectorized' (applies queue at the PS: engine='events' or 'auto')")
     duplex = Boolean()("duplex", duplex)
     ps_request_s = Number(0, ps_service_s, unit="seconds, at most ps_service_s")("ps_request_s", ps_request_s)
-    draws = _ComputeTimes(means, distribution, sigma, seed)
+    fixed = [worker_means_s(num_workers, value, name, _SECONDS, ">= 0 seconds") for name, value in
+             (("input_s", input_s), ("host_s", host_s), ("min_compute_s", min_compute_s))]
+    draws = _ComputeTimes(means, distribution, sigma, seed, *fixed, Boolean()("prefetch", prefetch))
     if engine == "events" or (engine == "auto" and ps_service_s + ps_apply_s > 0):
         return _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s,
                                 ps_request_s if duplex else None, ps_apply_s)
@@ -320,7 +360,7 @@ def link_times_s(
 
 
 def _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s) -> UpdateLog:
-    cycle_mean = draws.means + push_s + pull_s
+    cycle_mean = draws.mean_s() + push_s + pull_s
     share = (1 / cycle_mean) / np.sum(1 / cycle_mean)
     want = np.ceil(num_updates * share * 1.1 + 16).astype(np.int64)
     computes = [draws.draw(w, int(want[w])) for w in range(num_workers)]
