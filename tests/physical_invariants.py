@@ -8,8 +8,10 @@ what a step *is*, not from the engine's code:
 * a replica cannot do more than one device's work: efficiency <= 1, strong
   speedup <= N replicas (per-replica batches never change a device's FLOP
   rate, and each worker brings at most its own host), but for one stated
-  mechanism: asynchronous workers whose PS has several shards leave part of
-  the update to the shards' hosts (:func:`sharded_apply_bound`);
+  mechanism each: asynchronous workers whose PS has several shards leave part of
+  the update to the shards' hosts (:func:`sharded_apply_bound`), and backup
+  workers drop the slowest replicas of every step, which one device cannot
+  (:func:`backup_bound`);
 * one replica that communicates with nobody runs exactly the baseline, so
   its efficiency is 1 under any noise (the baseline draws from the same
   compute distribution);
@@ -113,9 +115,10 @@ def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Vi
     out = _finite_positive(scenario, result)
     if out:
         return out  # the comparisons below mean nothing on NaN
-    if s.efficiency > sharded_apply_bound(scenario, result) * (1 + RTOL):
+    allowed = max(sharded_apply_bound(scenario, result), backup_bound(scenario, result))
+    if s.efficiency > allowed * (1 + RTOL):
         out.append(Violation("efficiency<=1", f"efficiency={s.efficiency:.6g} with {n} replicas"))
-    if s.strong_speedup > n * sharded_apply_bound(scenario, result) * (1 + RTOL):
+    if s.strong_speedup > n * allowed * (1 + RTOL):
         out.append(Violation("strong_speedup<=N", f"strong_speedup={s.strong_speedup:.6g} > {n} replicas"))
     if n == 1 and scenario.strategy.name in ALONE and not uses_ps(scenario) and abs(s.efficiency - 1) > RTOL:
         out.append(Violation("one_replica_efficiency=1", f"efficiency={s.efficiency!r} (strategy "
@@ -145,6 +148,69 @@ def sharded_apply_bound(scenario: distsim.Scenario, result: distsim.Result) -> f
     replica_batch = -(-scenario.training.global_batch // scenario.num_replicas)
     step = replica_batch / (s.throughput_samples_per_s / s.speedup)
     return step / max(step - update * (1 - 1 / shards), 1e-300)
+
+
+def backup_bound(scenario: distsim.Scenario, result: distsim.Result) -> float:
+    """The most an efficiency may reach with ``b`` backup workers: 1, or the
+    bound below when it is higher. The stated mechanism (``stragglers.py``):
+    a step waits for the ``K = N - b`` fastest of ``N`` replicas and drops the
+    others, while one device must finish every step it starts, so under noise
+    ``N`` replicas can beat ``N`` devices' throughput.
+
+    Derivation. One device's run (the baseline) draws its ``k``-th compute
+    factor ``f_0k`` as replica 0's (common random numbers,
+    ``distsim.engines.timeline.one_device_run``). Give that device instead
+    the factor ``X_k``, the ``K``-th smallest of the step's replicas'
+    ``(b_rk / b_0) f_rk`` (``b_rk`` replica ``r``'s examples in step ``k``,
+    ``b_0`` a full step's largest replica batch): its compute is then the
+    ``K``-th fastest replica's, every other cost of its step no more than the
+    scenario's (its input, host work and update are one replica's), so its run
+    takes ``T' <= T_run``. A run is a max-plus composition of its costs,
+    so shortening one compute by ``d`` shortens it by at most ``d``:
+    ``T_base <= T' + c sum_k (f_0k - X_k)+``, ``c = b_0`` examples' compute,
+    and ``T' >= c sum_k X_k`` (the device computes one step after another).
+    Efficiency is ``(K / N) (E_run / (N E_base)) (T_base / T_run)`` (the
+    throughput counts ``K`` of ``N`` replicas' examples, ``E`` the examples
+    of each run's steps), hence the bound
+    ``(K / N) (E_run / (N E_base)) (1 + sum_k (f_0k - X_k)+ / sum_k X_k)``.
+
+    The factors are the timeline's documented stream: ``numpy.random.default_rng(seed)``,
+    ``N`` a step (``standard_exponential``, or ``exp(sigma x standard_normal
+    - sigma^2 / 2)`` for the lognormal; ``distsim.mechanics.stragglers.factors``)."""
+    t, n = scenario.training, scenario.num_replicas
+    if not t.backup_workers or is_async(scenario):
+        return 1.0
+    keep, steps, g = n - t.backup_workers, t.steps, t.global_batch
+    rng = np.random.default_rng(t.seed)
+    f = np.ones((steps, n))
+    for k in range(steps):  # one call per step, as the timeline draws them
+        if t.compute_distribution == "exponential":
+            f[k] = rng.standard_exponential(n)
+        elif t.compute_distribution == "lognormal":
+            f[k] = np.exp(t.compute_sigma * rng.standard_normal(n) - 0.5 * t.compute_sigma**2)
+    run = _step_examples(steps, g, int(result.summary.steps_per_epoch),
+                         epoch_examples(scenario) * n / keep)
+    b0 = -(-g // n)
+    base_epoch = scenario.workload.num_examples
+    base_steps = base_epoch // b0 if t.drop_remainder else -(-base_epoch // b0)
+    base = _step_examples(steps, b0, base_steps, base_steps * b0 if t.drop_remainder else base_epoch)
+    ratio = np.array([_replica_batches(int(e), n) for e in run]) / b0
+    x = np.partition(ratio * f, keep - 1, axis=1)[:, keep - 1]
+    gain = 1.0 + np.sum(np.maximum(f[:, 0] - x, 0.0)) / max(float(np.sum(x)), 1e-300)
+    return keep / n * float(np.sum(run)) / (n * float(np.sum(base))) * gain
+
+
+def _step_examples(steps: int, batch: int, per_epoch: int, epoch_total: float) -> np.ndarray:
+    """Examples of each of ``steps`` steps cycling through epochs of ``per_epoch`` steps: full batches, then
+    the rest of ``epoch_total`` (at least 1, at most a batch)."""
+    last = min(max(epoch_total - (per_epoch - 1) * batch, 1.0), batch)
+    return np.where(np.arange(steps) % per_epoch == per_epoch - 1, last, float(batch))
+
+
+def _replica_batches(examples: int, replicas: int) -> list[int]:
+    """tf.distribute's split of a global batch: chunks of ``ceil(examples / replicas)`` in replica order."""
+    chunk = -(-examples // replicas)
+    return [min(max(examples - r * chunk, 0), chunk) for r in range(replicas)]
 
 
 def _finite_positive(scenario: distsim.Scenario, result: distsim.Result) -> list[Violation]:

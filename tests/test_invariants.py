@@ -92,3 +92,35 @@ def test_step_time_moves_the_right_way(knob, case, factor):
 @given(scenarios(distributions=("deterministic",)))
 def test_a_sweep_row_is_the_prediction(case):
     _assert_none(inv.check_sweep(case.scenario, distsim.predict(case.scenario)))
+
+
+@settings(max_examples=100, **_SETTINGS)
+@given(scenarios(distributions=("exponential", "lognormal")))
+def test_backup_workers_stay_within_their_derived_bound(case):
+    """With backup workers efficiency may exceed 1 (the stated mechanism), but
+    never :func:`physical_invariants.backup_bound`, checked here alone (not as
+    the larger of it and 1)."""
+    assume(case.scenario.training.backup_workers > 0 and not inv.is_async(case.scenario))
+    result = distsim.predict(case.scenario)
+    assert result.summary.efficiency <= inv.backup_bound(case.scenario, result) * (1 + inv.RTOL)
+
+
+def test_backup_bound_by_hand():
+    """2 replicas keeping the faster: deterministic, even batches, every
+    ``X_k = 1 = f_0k`` and both runs' steps hold 64 examples a replica, so the
+    bound is ``K / N = 1 / 2``, and efficiency (half the examples count) is at
+    most that. Under exponential noise over 3 steps the replicas' faster draw
+    beats replica 0's, which one device must take: efficiency 1.33 (the
+    shrunk case ``benchmarks/bench_invariants.py --n 6000 --seed 2`` flagged),
+    above 1, below the bound the step's own draws give."""
+    s = distsim.make_scenario("k80", "mobilenet_v2_224", "mirrored", devices_per_worker=2, global_batch=128, steps=3,
+                              input_threads=64, backup_workers=1)
+    result = distsim.predict(s)
+    assert inv.backup_bound(s, result) == pytest.approx(0.5, rel=1e-12)
+    assert result.summary.efficiency <= 0.5
+    noisy = distsim.make_scenario("k80", "mobilenet_v2_224", "mirrored", devices_per_worker=2, steps=3,
+                                  input_threads=64, compute_distribution="exponential", seed=1947893094,
+                                  backup_workers=1)
+    result = distsim.predict(noisy)
+    assert 1.0 < result.summary.efficiency <= inv.backup_bound(noisy, result)
+    assert inv.check_summary(noisy, result) == []
