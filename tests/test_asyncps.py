@@ -213,3 +213,32 @@ def test_bad_factors_and_harmonic():
         harmonic([3, -1])
     with raises_input("n", "[1.5]", "integers from 0"):
         harmonic([1.5])
+
+
+def test_simultaneous_asks_go_in_worker_order_not_by_rounding():
+    """Hand derivation, 2 workers on one FIFO server (pulls, pushes and
+    applies): transfers S = 0.1 s, compute 1.3 s, apply 0.01 s. Worker 0
+    pulls [0, 0.1], computes to 1.4, pushes to 1.5; worker 1 pulls [0.1,
+    0.2] and computes to 1.5: at 1.5 worker 0's apply and worker 1's push
+    ask at one instant, in exact arithmetic (0.1 + 1.3 + 0.1 = 0.2 + 1.3),
+    and worker 0 goes first: it applies at 1.51, worker 1's push [1.51,
+    1.61], worker 0's pull [1.61, 1.71], worker 1's apply at 1.72; then at
+    3.12 worker 0's pull and worker 1's push ask together again, worker 0
+    first, and each worker cycles S + 1.3 + S + 0.01 = 1.51 s without
+    waiting (the server is busy 0.42 s of it). The float sums differ in
+    their last bit (1.5000000000000002 against 1.5), and the queue used to
+    serve worker 1 first: applies at 1.61 and 1.62, a 1.6 s step, and 2e-7
+    more transfer time gave 1.561 s, a step that shrank as a cost grew."""
+    def run(transfer_s):
+        return simulate_async(2, 16, 1.3, "deterministic", push_s=transfer_s + 0.01, pull_s=transfer_s,
+                              ps_service_s=transfer_s, ps_apply_s=0.01)
+
+    log = run(0.1)
+    np.testing.assert_allclose(log.apply_time_s[:4], [1.51, 1.72, 3.12, 3.33], rtol=1e-12)
+    np.testing.assert_allclose(np.diff(log.apply_time_s[2::2]), 1.51, rtol=1e-12)
+    step = 2 / log.updates_per_s
+    assert step == pytest.approx(2 * (3.33 + 6 * 1.51) / 16, rel=1e-12)
+    # Each transfer 2e-8 s longer: the last apply comes after at most 20 of them (worker 1's 16 and the
+    # waits behind worker 0's), so the step (2/16 of the last apply) grows by at most 2/16 x 20 x 2e-8.
+    longer = 2 / run(0.1 * (1 + 2e-7)).updates_per_s
+    assert step <= longer <= step + 2 / 16 * 20 * 0.1 * 2e-7
