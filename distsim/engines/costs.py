@@ -68,7 +68,7 @@ class AsyncCosts:
         straggler_compute_s: the same for the last worker (equal to
             ``compute_s`` unless ``cluster.straggler_cores`` is set).
         worker, straggler: those times in parts, of which only the compute
-            is random.
+            is random (None: ``compute_s`` is all compute).
         push_s, pull_s: a transfer to an idle PS (a push ends with its apply).
         ps_service_s: PS time each transfer holds (see :func:`async_costs`).
         ps_request_s: the part of it that is the PS host's own work.
@@ -86,13 +86,16 @@ class AsyncCosts:
     ps_request_s: np.ndarray
     ps_apply_s: np.ndarray
     duplex: bool
-    worker: WorkerTimes
-    straggler: WorkerTimes
+    worker: WorkerTimes | None = None
+    straggler: WorkerTimes | None = None
 
     def worker_parts(self, workers: int) -> dict[str, np.ndarray | bool]:
         """:func:`asyncps.simulate_async`'s per-worker ``compute_mean_s``,
         ``input_s``, ``host_s``, ``min_compute_s`` and ``prefetch`` (the last
-        worker may be a straggler); scalar costs only."""
+        worker may be a straggler); scalar costs only. Without ``worker``
+        parts, ``compute_s`` is all compute."""
+        if self.worker is None or self.straggler is None:
+            return {"compute_mean_s": self.worker_compute_s(workers)}
         out: dict[str, np.ndarray | bool] = {}
         for name, field in (("compute_mean_s", "compute_s"), ("input_s", "input_s"), ("host_s", "host_s"),
                             ("min_compute_s", "min_compute_s")):
