@@ -33,20 +33,28 @@ and the PS lane's service of its bytes are done. The PS then applies one
 gradient at a time, so consecutive applies of a shard end at least
 ``ps_apply_s`` apart (the shards apply in parallel, each its share).
 
-FIFO queues are not monotone in their service times. Deterministic workers
-fall into a periodic rhythm (an order in which they reach each lane), and a
-shorter transfer can move a worker ahead of another at a lane, so that the
-run locks into another order whose cycle is longer: a faster link (or a
-shorter latency) can lengthen the mean step. It is a real queueing effect
-(who waits behind whom), not rounding. The step then stays between the
-turns and lockstep rhythms of the faster link (``distsim.rhythm_range_s``),
-and lockstep, every worker at every station at once, only shortens as the
-link gets faster. In 150 random asynchronous scenarios with the link 1.1, 2
-and 10 times faster, 11 of 450 steps grew, by at most 5.2 % (16 workers),
-none beyond the faster link's lockstep step; with several shards a step grew
-by 10.9 % (32 workers, 3 shards), still below that lockstep. The same
-reordering can shorten a step when the latency or the compute grows
-(``benchmarks/bench_invariants.py`` counts them).
+FIFO queues are not monotone in their costs. Deterministic workers fall
+into a periodic rhythm (an order in which they reach each lane), and a
+shorter transfer, a shorter latency or less compute can move a worker ahead
+of another at a lane, so that the run locks into another order whose cycle
+is longer: a cheaper cost can lengthen the mean step. It is a real queueing
+effect (who waits behind whom), not rounding: 2 workers on one server
+(compute 0.7 s, apply 0.01 s, 16 updates) whose transfer time crosses the
+compute time, 0.6999999 s then 0.7000001 s, step 2.9075 s then 2.8200 s. The step then stays at most the cheaper
+scenario's lockstep rhythm (``distsim.rhythm_range_s``), every worker at
+every station at once, which only grows with latency and compute and only
+shrinks with bandwidth: the envelope is monotone, the rhythm inside it is
+not (``tests/physical_invariants.py``). In 150 random asynchronous
+scenarios with the link 1.1, 2 and 10 times faster, 11 of 450 steps grew,
+by at most 5.2 % (16 workers), none beyond the faster link's lockstep step;
+with several shards a step grew by 10.9 % (32 workers, 3 shards), still
+below that lockstep.
+
+Only the compute of a worker's update is random (``compute_mean_s`` times
+a factor with mean 1, no less than ``min_compute_s``); its input and its
+host's fixed time are not, as in the synchronous timeline and the
+one-device baseline (:func:`distsim.engines.timeline.one_device_run`, whose
+factors are worker 0's).
 
 ``benchmarks/bench_async.py`` compares this event queue with the same model in
 SimPy; the plain queue was faster, hence no SimPy dependency.
