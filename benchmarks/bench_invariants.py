@@ -186,7 +186,7 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: boo
 
 def table(rows: dict[str, dict], columns: tuple[str, ...], first: str) -> str:
     short = [c.replace("step_time_vs_", "t~") for c in columns]
-    widths = [max(len(first), *(len(r) for r in rows))] + [max(len(s), 5) for s in short]
+    widths = [max([len(first), *(len(r) for r in rows)])] + [max(len(s), 5) for s in short]
     lines = ["  ".join([first.ljust(widths[0])] + [s.rjust(w) for s, w in zip(short, widths[1:])])]
     for name, counts in rows.items():
         lines.append("  ".join([name.ljust(widths[0])] + [str(counts.get(c, 0)).rjust(w)
@@ -240,10 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     out = run(args.n, args.seed, args.all_knobs, not args.no_progress, not args.no_shrink, args.jobs)
     out["wall_s"] = round(time.perf_counter() - start, 1)
-    print(report(out))
-    print(f"wall time {out['wall_s']} s (a shared machine: not a speed measurement)")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))
+    print(report(out))
+    print(f"wall time {out['wall_s']} s (a shared machine: not a speed measurement)")
     return 1 if out["violations"] or out["crashes"] else 0
 
 

@@ -8,16 +8,20 @@ what a step *is*, not from the engine's code:
 * a replica cannot do more than one device's work: efficiency <= 1, strong
   speedup <= N replicas (per-replica batches never change a device's FLOP
   rate, and each worker brings at most its own host), but for one stated
-  mechanism: asynchronous workers whose PS has several shards leave part of
-  the update to the shards' hosts (:func:`sharded_apply_bound`);
+  mechanism each: asynchronous workers whose PS has several shards leave part of
+  the update to the shards' hosts, and each worker but the first draws its own
+  compute noise, which the baseline does not share (:func:`async_bound`); backup
+  workers drop the slowest replicas of every step, which one device cannot
+  (:func:`backup_bound`);
 * one replica that communicates with nobody runs exactly the baseline, so
   its efficiency is 1 under any noise (the baseline draws from the same
   compute distribution);
 * more bandwidth never slows a step, more latency never speeds it up, and
   more compute per example never speeds it up (the step is a max-plus
   composition of costs, monotone in each of them), with one stated
-  exception: an asynchronous PS's FIFO queues can lock into a slower rhythm
-  on a faster link, never slower than that link's lockstep bound
+  exception: two or more asynchronous workers' FIFO queues at the PS can
+  lock into a slower rhythm with a faster link, a shorter latency or less
+  compute, never slower than that scenario's lockstep bound
   (``distsim/engines/asyncps.py``; :func:`distsim.rhythm_range_s`);
 * throughput x epoch time is the epoch's examples, to within the one
   partial global batch an epoch may end on;
@@ -113,9 +117,10 @@ def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Vi
     out = _finite_positive(scenario, result)
     if out:
         return out  # the comparisons below mean nothing on NaN
-    if s.efficiency > sharded_apply_bound(scenario, result) * (1 + RTOL):
+    allowed = max(async_bound(scenario, result), backup_bound(scenario, result))
+    if s.efficiency > allowed * (1 + RTOL):
         out.append(Violation("efficiency<=1", f"efficiency={s.efficiency:.6g} with {n} replicas"))
-    if s.strong_speedup > n * sharded_apply_bound(scenario, result) * (1 + RTOL):
+    if s.strong_speedup > n * allowed * (1 + RTOL):
         out.append(Violation("strong_speedup<=N", f"strong_speedup={s.strong_speedup:.6g} > {n} replicas"))
     if n == 1 and scenario.strategy.name in ALONE and not uses_ps(scenario) and abs(s.efficiency - 1) > RTOL:
         out.append(Violation("one_replica_efficiency=1", f"efficiency={s.efficiency!r} (strategy "
@@ -127,24 +132,120 @@ def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Vi
     return out
 
 
-def sharded_apply_bound(scenario: distsim.Scenario, result: distsim.Result) -> float:
-    """The most an efficiency may exceed 1 by: 1, but for asynchronous workers
-    whose PS has ``k > 1`` shards, one device's step over that step less
-    ``update x (1 - 1 / k)``. The stated mechanism (``ps_apply_s`` in
-    ``distsim/engines/costs.py``): the shards apply their shares of the
-    update on their own hosts at once, so a worker need not wait for the
-    whole update's memory traffic that one device runs itself. The update is
-    ``num_params x optimizer_bytes_per_param / memory_bandwidth_Bps`` of the
-    device (steady.py's docstring), one device's step the replica batch over
-    the weak baseline's throughput."""
-    shards = scenario.strategy.num_ps or 1
-    if not is_async(scenario) or shards == 1:
+def async_bound(scenario: distsim.Scenario, result: distsim.Result) -> float:
+    """The most an asynchronous run's efficiency may reach: 1 for a
+    deterministic one-shard PS, more by two stated mechanisms.
+
+    * Sharded apply (``ps_apply_s`` in ``distsim/engines/costs.py``): the
+      ``k > 1`` shards apply their shares of the update on their own hosts at
+      once, so a worker's cycle may be shorter than one device's step by up
+      to ``u' = update x (1 - 1 / k)``, ``update = num_params x
+      optimizer_bytes_per_param / memory_bandwidth_Bps`` of the device.
+    * Independent noise: worker 0 draws the baseline's compute factors
+      (common random numbers, ``distsim.engines.timeline.one_device_run``),
+      the other workers their own, so a luckier worker cycles faster than
+      the baseline's device steps.
+
+    Derivation. The run ends at the ``N x steps``-th update, so some worker
+    ``w`` has applied ``steps`` of them by then, and its ``steps`` cycles
+    take at least ``T'_w - steps x u'``, where ``T'_w`` is the one device's
+    run with ``w``'s factors ``f_wk`` (each cycle holds that worker's input,
+    host work and compute, and a push whose apply is the update less
+    ``u'``). The run's time is a max-plus composition, 1-Lipschitz in each
+    compute, so ``T'_w >= T_base - c D_w`` with ``D_w = sum_k (f_0k -
+    f_wk)+`` and ``c`` a replica batch's mean compute, and ``c <= T_base /
+    sum_k f_0k`` (the device computes one step after another). Efficiency
+    is ``T_base / T_run`` (``N x steps`` updates of a replica batch against
+    ``steps`` of them), hence, over the worst ``w``,
+    ``1 / (1 - max_w D_w / sum_k f_0k - u' / step)`` (infinite where the
+    denominator is not positive), ``step = T_base / steps`` the baseline's
+    mean step.
+
+    The factors are the asynchronous engine's documented streams
+    (``distsim.engines.asyncps._ComputeTimes``): worker ``w``'s is
+    ``numpy.random.Generator(PCG64(SeedSequence(seed).spawn(N)[w]))``
+    (``standard_exponential``, or ``exp(sigma x standard_normal - sigma^2 / 2)``)."""
+    if not is_async(scenario):
         return 1.0
+    t, n = scenario.training, scenario.num_replicas
     s, w, d = result.summary, scenario.workload, scenario.cluster.device
-    update = w.num_params * scenario.training.optimizer_bytes_per_param / d.memory_bandwidth_Bps
-    replica_batch = -(-scenario.training.global_batch // scenario.num_replicas)
+    shards = scenario.strategy.num_ps or 1
+    update = w.num_params * t.optimizer_bytes_per_param / d.memory_bandwidth_Bps * (1 - 1 / shards)
+    replica_batch = -(-t.global_batch // n)
     step = replica_batch / (s.throughput_samples_per_s / s.speedup)
-    return step / max(step - update * (1 - 1 / shards), 1e-300)
+    f = np.array([_factors(np.random.Generator(np.random.PCG64(seq)), scenario, t.steps)
+                  for seq in np.random.SeedSequence(t.seed).spawn(n)])
+    luck = float(np.max(np.sum(np.maximum(f[0] - f, 0.0), axis=1))) / float(np.sum(f[0]))
+    room = 1.0 - luck - update / step
+    return 1.0 / room if room > 0 else math.inf
+
+
+def _factors(rng: np.random.Generator, scenario: distsim.Scenario, size) -> np.ndarray:
+    """Compute factors with mean 1 as ``distsim.mechanics.stragglers.factors`` documents them."""
+    t = scenario.training
+    if t.compute_distribution == "exponential":
+        return rng.standard_exponential(size)
+    if t.compute_distribution == "lognormal":
+        return np.exp(t.compute_sigma * rng.standard_normal(size) - 0.5 * t.compute_sigma**2)
+    return np.ones(size)
+
+
+def backup_bound(scenario: distsim.Scenario, result: distsim.Result) -> float:
+    """The most an efficiency may reach with ``b`` backup workers: 1, or the
+    bound below when it is higher. The stated mechanism (``stragglers.py``):
+    a step waits for the ``K = N - b`` fastest of ``N`` replicas and drops the
+    others, while one device must finish every step it starts, so under noise
+    ``N`` replicas can beat ``N`` devices' throughput.
+
+    Derivation. One device's run (the baseline) draws its ``k``-th compute
+    factor ``f_0k`` as replica 0's (common random numbers,
+    ``distsim.engines.timeline.one_device_run``). Give that device instead
+    the factor ``X_k``, the ``K``-th smallest of the step's replicas'
+    ``(b_rk / b_0) f_rk`` (``b_rk`` replica ``r``'s examples in step ``k``,
+    ``b_0`` a full step's largest replica batch): its compute is then the
+    ``K``-th fastest replica's, every other cost of its step no more than the
+    scenario's (its input, host work and update are one replica's), so its run
+    takes ``T' <= T_run``. A run is a max-plus composition of its costs,
+    so shortening one compute by ``d`` shortens it by at most ``d``:
+    ``T_base <= T' + c sum_k (f_0k - X_k)+``, ``c = b_0`` examples' compute,
+    and ``T' >= c sum_k X_k`` (the device computes one step after another).
+    Efficiency is ``(K / N) (E_run / (N E_base)) (T_base / T_run)`` (the
+    throughput counts ``K`` of ``N`` replicas' examples, ``E`` the examples
+    of each run's steps), hence the bound
+    ``(K / N) (E_run / (N E_base)) (1 + sum_k (f_0k - X_k)+ / sum_k X_k)``.
+
+    The factors are the timeline's documented stream: ``numpy.random.default_rng(seed)``,
+    ``N`` a step (``standard_exponential``, or ``exp(sigma x standard_normal
+    - sigma^2 / 2)`` for the lognormal; ``distsim.mechanics.stragglers.factors``)."""
+    t, n = scenario.training, scenario.num_replicas
+    if not t.backup_workers or is_async(scenario):
+        return 1.0
+    keep, steps, g = n - t.backup_workers, t.steps, t.global_batch
+    rng = np.random.default_rng(t.seed)
+    f = np.array([_factors(rng, scenario, n) for _ in range(steps)])  # one call a step, as the timeline draws
+    run = _step_examples(steps, g, int(result.summary.steps_per_epoch),
+                         epoch_examples(scenario) * n / keep)
+    b0 = -(-g // n)
+    base_epoch = scenario.workload.num_examples
+    base_steps = base_epoch // b0 if t.drop_remainder else -(-base_epoch // b0)
+    base = _step_examples(steps, b0, base_steps, base_steps * b0 if t.drop_remainder else base_epoch)
+    ratio = np.array([_replica_batches(int(e), n) for e in run]) / b0
+    x = np.partition(ratio * f, keep - 1, axis=1)[:, keep - 1]
+    gain = 1.0 + np.sum(np.maximum(f[:, 0] - x, 0.0)) / max(float(np.sum(x)), 1e-300)
+    return keep / n * float(np.sum(run)) / (n * float(np.sum(base))) * gain
+
+
+def _step_examples(steps: int, batch: int, per_epoch: int, epoch_total: float) -> np.ndarray:
+    """Examples of each of ``steps`` steps cycling through epochs of ``per_epoch`` steps: full batches, then
+    the rest of ``epoch_total`` (at least 1, at most a batch)."""
+    last = min(max(epoch_total - (per_epoch - 1) * batch, 1.0), batch)
+    return np.where(np.arange(steps) % per_epoch == per_epoch - 1, last, float(batch))
+
+
+def _replica_batches(examples: int, replicas: int) -> list[int]:
+    """tf.distribute's split of a global batch: chunks of ``ceil(examples / replicas)`` in replica order."""
+    chunk = -(-examples // replicas)
+    return [min(max(examples - r * chunk, 0), chunk) for r in range(replicas)]
 
 
 def _finite_positive(scenario: distsim.Scenario, result: distsim.Result) -> list[Violation]:
@@ -220,13 +321,17 @@ def check_monotone(scenario: distsim.Scenario, result: distsim.Result, knob: Kno
     changed = scenario.replace(path, after)
     t0, t1 = result.summary.step_time_s, predict(changed).summary.step_time_s
     wrong = t1 < t0 * (1 - RTOL) if knob.slower else t1 > t0 * (1 + RTOL)
-    if wrong and not knob.slower and is_async(scenario) and t1 <= distsim.rhythm_range_s(changed)[1] * (1 + RTOL):
-        # The stated mechanism (distsim/engines/asyncps.py docstring): FIFO queues at the PS lock into a
-        # rhythm, and a faster link can change who waits behind whom; the step stays at most the faster link's
-        # lockstep bound (every worker at every station at once), which only falls as bandwidth grows.
-        return []
     if not wrong:
         return []
+    if is_async(scenario) and scenario.num_replicas >= 2:
+        # The stated mechanism (distsim/engines/asyncps.py docstring): FIFO queues at the PS lock into a
+        # rhythm, and a cheaper transfer or compute can change who waits behind whom, so the run with the
+        # smaller cost may take the longer step. That step stays at most its own scenario's lockstep bound
+        # (every worker at every station at once, distsim.rhythm_range_s), which only grows with latency and
+        # compute and only falls with bandwidth: the step may move the wrong way only inside that envelope.
+        cheaper, longer = (scenario, t0) if knob.slower else (changed, t1)
+        if longer <= distsim.rhythm_range_s(cheaper)[1] * (1 + RTOL):
+            return []
     return [Violation(knob.invariant, f"{path} {before:.6g} -> {after:.6g}: step_time_s {t0:.9g} -> {t1:.9g} "
                       f"({(t1 / t0 - 1) * 100:+.3g} %)")]
 

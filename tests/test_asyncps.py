@@ -155,6 +155,11 @@ MEAN = "a finite number > 0 (seconds)"
         (dict(TWO, pull_s=np.inf), "pull_s", "inf", SECONDS),
         (dict(TWO, ps_service_s=None), "ps_service_s", "None", SECONDS),
         (dict(TWO, engine="gpu"), "engine", "'gpu'", "one of ('auto', 'vectorized', 'events')"),
+        (dict(TWO, input_s=-1e-3), "input_s", "-0.001", SECONDS),
+        (dict(TWO, host_s=[0.1, np.nan]), "host_s[1]", "nan", SECONDS),
+        (dict(TWO, min_compute_s=[0.1, 0.2, 0.3]), "min_compute_s", "[0.1, 0.2, 0.3]",
+         "or a list of 2 (one per worker), each >= 0 seconds"),
+        (dict(TWO, prefetch=1), "prefetch", "1", "true or false"),
         (dict(TWO, engine="vectorized", ps_service_s=0.1), "ps_service_s", "0.1",
          "0 with engine='vectorized' (PS contention needs engine='events' or 'auto')"),
     ],
@@ -213,3 +218,52 @@ def test_bad_factors_and_harmonic():
         harmonic([3, -1])
     with raises_input("n", "[1.5]", "integers from 0"):
         harmonic([1.5])
+
+
+def test_simultaneous_asks_go_in_worker_order_not_by_rounding():
+    """Hand derivation, 2 workers on one FIFO server (pulls, pushes and
+    applies): transfers S = 0.1 s, compute 1.3 s, apply 0.01 s. Worker 0
+    pulls [0, 0.1], computes to 1.4, pushes to 1.5; worker 1 pulls [0.1,
+    0.2] and computes to 1.5: at 1.5 worker 0's apply and worker 1's push
+    ask at one instant, in exact arithmetic (0.1 + 1.3 + 0.1 = 0.2 + 1.3),
+    and worker 0 goes first: it applies at 1.51, worker 1's push [1.51,
+    1.61], worker 0's pull [1.61, 1.71], worker 1's apply at 1.72; then at
+    3.12 worker 0's pull and worker 1's push ask together again, worker 0
+    first, and each worker cycles S + 1.3 + S + 0.01 = 1.51 s without
+    waiting (the server is busy 0.42 s of it). The float sums differ in
+    their last bit (1.5000000000000002 against 1.5), and the queue used to
+    serve worker 1 first: applies at 1.61 and 1.62, a 1.6 s step, and 2e-7
+    more transfer time gave 1.561 s, a step that shrank as a cost grew."""
+    def run(transfer_s):
+        return simulate_async(2, 16, 1.3, "deterministic", push_s=transfer_s + 0.01, pull_s=transfer_s,
+                              ps_service_s=transfer_s, ps_apply_s=0.01)
+
+    log = run(0.1)
+    np.testing.assert_allclose(log.apply_time_s[:4], [1.51, 1.72, 3.12, 3.33], rtol=1e-12)
+    np.testing.assert_allclose(np.diff(log.apply_time_s[2::2]), 1.51, rtol=1e-12)
+    step = 2 / log.updates_per_s
+    assert step == pytest.approx(2 * (3.33 + 6 * 1.51) / 16, rel=1e-12)
+    # Each transfer 2e-8 s longer: the last apply comes after at most 20 of them (worker 1's 16 and the
+    # waits behind worker 0's), so the step (2/16 of the last apply) grows by at most 2/16 x 20 x 2e-8.
+    longer = 2 / run(0.1 * (1 + 2e-7)).updates_per_s
+    assert step <= longer <= step + 2 / 16 * 20 * 0.1 * 2e-7
+
+
+def test_only_the_compute_is_random():
+    """Hand derivation, one worker, no transfers: with prefetch its update
+    takes max(input, host + compute), so a 1 s input hides 0.2 s of host work
+    and a compute of mean 10 ms unless an Exp(1) factor exceeds 80 (e^-80 a
+    draw): every update takes exactly 1 s. Without prefetch the parts add up:
+    1.2 s plus the compute, which alone varies; with a 50 ms least compute
+    (kernel launches) each update is 1.2 s plus max(compute, 50 ms) of the
+    same draws (one worker's stream, whatever the other arguments)."""
+    kw = dict(input_s=1.0, host_s=0.2, seed=3)
+    overlapped = simulate_async(1, 500, 0.01, "exponential", **kw)
+    np.testing.assert_allclose(np.diff(overlapped.apply_time_s, prepend=0.0), 1.0, rtol=0, atol=1e-12)
+    serial = simulate_async(1, 500, 0.01, "exponential", prefetch=False, **kw)
+    compute = np.diff(serial.apply_time_s, prepend=0.0) - 1.2
+    assert np.all(compute > 0) and compute.std() > 0.005  # Exp(1) x 10 ms: standard deviation 10 ms
+    assert compute.mean() == pytest.approx(0.01, rel=0.15)  # 500 draws: standard error 4.5 %
+    floored = simulate_async(1, 500, 0.01, "exponential", prefetch=False, min_compute_s=0.05, **kw)
+    np.testing.assert_allclose(np.diff(floored.apply_time_s, prepend=0.0), 1.2 + np.maximum(compute, 0.05),
+                               rtol=1e-9)

@@ -33,27 +33,38 @@ and the PS lane's service of its bytes are done. The PS then applies one
 gradient at a time, so consecutive applies of a shard end at least
 ``ps_apply_s`` apart (the shards apply in parallel, each its share).
 
-FIFO queues are not monotone in their service times. Deterministic workers
-fall into a periodic rhythm (an order in which they reach each lane), and a
-shorter transfer can move a worker ahead of another at a lane, so that the
-run locks into another order whose cycle is longer: a faster link (or a
-shorter latency) can lengthen the mean step. It is a real queueing effect
-(who waits behind whom), not rounding. The step then stays between the
-turns and lockstep rhythms of the faster link (``distsim.rhythm_range_s``),
-and lockstep, every worker at every station at once, only shortens as the
-link gets faster. In 150 random asynchronous scenarios with the link 1.1, 2
-and 10 times faster, 11 of 450 steps grew, by at most 5.2 % (16 workers),
-none beyond the faster link's lockstep step; with several shards a step grew
-by 10.9 % (32 workers, 3 shards), still below that lockstep. The same
-reordering can shorten a step when the latency or the compute grows
-(``benchmarks/bench_invariants.py`` counts them).
+FIFO queues are not monotone in their costs. Deterministic workers fall
+into a periodic rhythm (an order in which they reach each lane), and a
+shorter transfer, a shorter latency or less compute can move a worker ahead
+of another at a lane, so that the run locks into another order whose cycle
+is longer: a cheaper cost can lengthen the mean step. It is a real queueing
+effect (who waits behind whom), not rounding: 2 workers on one server
+(compute 0.7 s, apply 0.01 s, 16 updates) whose transfer time crosses the
+compute time, 0.6999999 s then 0.7000001 s, step 2.9075 s then 2.8200 s. The step then stays at most the cheaper
+scenario's lockstep rhythm (``distsim.rhythm_range_s``), every worker at
+every station at once, which only grows with latency and compute and only
+shrinks with bandwidth: the envelope is monotone, the rhythm inside it is
+not (``tests/physical_invariants.py``). In 150 random asynchronous
+scenarios with the link 1.1, 2 and 10 times faster, 11 of 450 steps grew,
+by at most 5.2 % (16 workers), none beyond the faster link's lockstep step;
+with several shards a step grew by 10.9 % (32 workers, 3 shards), still
+below that lockstep.
+
+Only the compute of a worker's update is random (``compute_mean_s`` times
+a factor with mean 1, no less than ``min_compute_s``); its input and its
+host's fixed time are not, as in the synchronous timeline and the
+one-device baseline (:func:`distsim.engines.timeline.one_device_run`, whose
+factors are worker 0's).
 
 ``benchmarks/bench_async.py`` compares this event queue with the same model in
 SimPy; the plain queue was faster, hence no SimPy dependency.
 
-Events at the same instant are ordered by (time, worker, kind) with applies
+Events at the same instant are ordered by (worker, kind) with applies
 before reads, so a zero-time pull sees its own update and those of
-lower-numbered workers applied at that instant. Times are in seconds.
+lower-numbered workers applied at that instant. An instant is
+:data:`INSTANT` relative wide in the event engine: times equal in exact
+arithmetic differ in their float sums' last bits, and a FIFO lane must not
+choose between two workers by rounding. Times are in seconds.
 """
 
 from __future__ import annotations
@@ -146,33 +157,55 @@ def expected_staleness_exponential(compute_mean_s) -> np.ndarray:
     return (mu.sum() - mu) / mu
 
 
-def worker_means_s(num_workers: int, compute_mean_s, path: str = "compute_mean_s") -> np.ndarray:
+def worker_means_s(num_workers: int, compute_mean_s, path: str = "compute_mean_s", rule: Number = _MEAN_S,
+                   each: str = "> 0 seconds") -> np.ndarray:
     """Each worker's mean compute time, seconds: ``compute_mean_s`` is one
-    number for every worker or a sequence of one per worker, each finite and > 0.
+    number for every worker or a sequence of one per worker, each finite and > 0
+    (or as ``rule`` allows, which ``each`` says).
 
     Raises:
         InputError: at ``path`` (``path[i]`` for a bad element).
     """
     if not isinstance(compute_mean_s, (list, tuple, np.ndarray)) or np.ndim(compute_mean_s) == 0:
-        return np.full(num_workers, _MEAN_S(path, compute_mean_s), dtype=float)
+        return np.full(num_workers, rule(path, compute_mean_s), dtype=float)
     if len(compute_mean_s) != num_workers:
         raise InputError(path, compute_mean_s, f"one number for every worker, or a list of {num_workers} (one per "
-                         "worker), each > 0 seconds")
-    return np.array([_MEAN_S(f"{path}[{i}]", v) for i, v in enumerate(compute_mean_s)], dtype=float)
+                         f"worker), each {each}")
+    return np.array([rule(f"{path}[{i}]", v) for i, v in enumerate(compute_mean_s)], dtype=float)
 
 
 class _ComputeTimes:
-    """Per-worker random streams: worker i's k-th compute time is the same
-    whichever engine asks and in whatever batch sizes."""
+    """Per-worker random streams: worker i's k-th time outside its transfers
+    is the same whichever engine asks and in whatever batch sizes.
 
-    def __init__(self, means: np.ndarray, distribution: str, sigma: float, seed: int):
+    Only the compute is random, as in the synchronous engines and the
+    one-device baseline (``distsim.engines.timeline``): the k-th draw is
+    ``max(mean x factor, min_compute)``; the input and the host's fixed time
+    are not, and come on top (``input + host + compute``) or, with
+    ``prefetch``, overlap it (``max(input, host + compute)``)."""
+
+    def __init__(self, means: np.ndarray, distribution: str, sigma: float, seed: int, input_s=0.0, host_s=0.0,
+                 min_compute_s=0.0, prefetch: bool = True):
         self.means = means
         self.distribution = distribution
         self.sigma = sigma
         self.rngs = [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(len(means))]
+        self.input_s, self.host_s, self.min_compute_s = (np.broadcast_to(np.asarray(x, dtype=float), means.shape)
+                                                         for x in (input_s, host_s, min_compute_s))
+        self.prefetch = prefetch
+
+    def own_s(self, worker: int, compute_s: np.ndarray) -> np.ndarray:
+        """Worker ``worker``'s times outside its transfers for compute times ``compute_s``."""
+        device = self.host_s[worker] + np.maximum(compute_s, self.min_compute_s[worker])
+        return np.maximum(self.input_s[worker], device) if self.prefetch else self.input_s[worker] + device
+
+    def mean_s(self) -> np.ndarray:
+        """Each worker's time outside its transfers at its mean compute time."""
+        return np.array([float(self.own_s(w, self.means[w])) for w in range(len(self.means))])
 
     def draw(self, worker: int, size: int) -> np.ndarray:
-        return self.means[worker] * stragglers.factors(self.rngs[worker], self.distribution, size, self.sigma)
+        factor = stragglers.factors(self.rngs[worker], self.distribution, size, self.sigma)
+        return self.own_s(worker, self.means[worker] * factor)
 
 
 def simulate_async(
@@ -190,6 +223,10 @@ def simulate_async(
     duplex: bool = False,
     ps_request_s: float = 0.0,
     ps_apply_s: float = 0.0,
+    input_s=0.0,
+    host_s=0.0,
+    min_compute_s=0.0,
+    prefetch: bool = True,
 ) -> UpdateLog:
     """Simulate asynchronous PS training until ``num_updates`` are applied.
 
@@ -197,7 +234,9 @@ def simulate_async(
         num_workers: workers W.
         num_updates: updates to apply.
         compute_mean_s: mean compute time per gradient, seconds; a scalar or
-            one value per worker (heterogeneous workers).
+            one value per worker (heterogeneous workers). The only random
+            part of a worker's time outside its transfers: its k-th compute
+            is ``compute_mean_s`` times a random factor with mean 1.
         distribution: compute-time distribution, one of :data:`DISTRIBUTIONS`.
         sigma: log-standard-deviation of the lognormal (its mean stays
             ``compute_mean_s``).
@@ -220,6 +259,16 @@ def simulate_async(
             after the push's bytes are in (by the host with ``duplex``, else by
             the one server), one apply at a time, and part of ``push_s`` (a
             push ends at its apply).
+        input_s: a worker's input per update (reading and copying its
+            batch), seconds, not random; a scalar or one per worker.
+        host_s: a worker host's fixed time per update (step overhead and
+            dispatch), seconds, not random; a scalar or one per worker.
+        min_compute_s: least a compute lasts (the host's kernel launches of
+            other replicas, ``steady.launch_s``), seconds; a scalar or one
+            per worker.
+        prefetch: the input overlaps the host's and the device's work:
+            a worker's time outside its transfers is ``max(input, host +
+            compute)``; without, ``input + host + compute``.
         engine: ``"auto"`` (vectorized unless there is PS contention),
             ``"vectorized"`` or ``"events"``.
     """
@@ -240,7 +289,9 @@ def simulate_async(
                          "0 with engine='vectorized' (applies queue at the PS: engine='events' or 'auto')")
     duplex = Boolean()("duplex", duplex)
     ps_request_s = Number(0, ps_service_s, unit="seconds, at most ps_service_s")("ps_request_s", ps_request_s)
-    draws = _ComputeTimes(means, distribution, sigma, seed)
+    fixed = [worker_means_s(num_workers, value, name, _SECONDS, ">= 0 seconds") for name, value in
+             (("input_s", input_s), ("host_s", host_s), ("min_compute_s", min_compute_s))]
+    draws = _ComputeTimes(means, distribution, sigma, seed, *fixed, Boolean()("prefetch", prefetch))
     if engine == "events" or (engine == "auto" and ps_service_s + ps_apply_s > 0):
         return _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s,
                                 ps_request_s if duplex else None, ps_apply_s)
@@ -320,7 +371,7 @@ def link_times_s(
 
 
 def _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s) -> UpdateLog:
-    cycle_mean = draws.means + push_s + pull_s
+    cycle_mean = draws.mean_s() + push_s + pull_s
     share = (1 / cycle_mean) / np.sum(1 / cycle_mean)
     want = np.ceil(num_updates * share * 1.1 + 16).astype(np.int64)
     computes = [draws.draw(w, int(want[w])) for w in range(num_workers)]
@@ -341,11 +392,15 @@ def _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s) -> Upd
         for w in range(num_workers):
             computes[w] = np.concatenate([computes[w], draws.draw(w, len(computes[w]) // 2 + 16)])
     # One stable sort by time of every apply (kind 0) and read (kind 1), laid out
-    # worker by worker with applies first, orders ties by (time, worker, kind).
+    # worker by worker with applies first, orders ties by (instant, worker, kind).
     times = np.concatenate([x for pair in zip(applies, pull_starts) for x in pair])
     kind = np.concatenate([np.repeat(np.array([0, 1], dtype=np.int8), len(a)) for a in applies])
     who = np.repeat(np.arange(num_workers, dtype=np.int64), [2 * len(a) for a in applies])
     merged = np.argsort(times, kind="stable")
+    # Times within INSTANT of the one before are one instant, ordered by (worker, kind) as the layout is.
+    ordered = times[merged]
+    instant = np.cumsum(np.concatenate([[0], ordered[1:] > ordered[:-1] * (1 + INSTANT)]))
+    merged = merged[np.lexsort((merged, instant))]
     is_apply = kind[merged] == 0
     order = merged[is_apply][:num_updates]
     # The read paired with an apply sits len(applies[w]) after it in `times`.
@@ -403,8 +458,11 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
     push = heapq.heappush
 
     def serve(t: float, server: str, busy_s: float) -> float:
-        """Queue at ``server`` at time ``t``; when its service starts."""
+        """Queue at ``server`` at time ``t``; when its service starts (at ``t`` if the server is free within
+        the instant, which a later event of the instant may have booked first)."""
         start = max(t, free[server])
+        if start <= t * (1 + INSTANT):
+            start = t
         free[server] = start + busy_s
         return start
 
@@ -421,9 +479,8 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
 
     for w in range(num_workers):
         ask_pull(0.0, w)
-    pop = heapq.heappop
     while applied < num_updates:
-        t, w, kind = pop(heap)
+        t, w, kind = _pop_instant(heap)
         if kind == _APPLY:
             out_worker[applied] = w
             out_version[applied] = read_version[w]
@@ -457,6 +514,31 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
         apply_time_s=out_apply,
         num_workers=num_workers,
     )
+
+
+#: Relative width of an instant: events whose times differ by less than this (times a time) are
+#: simultaneous. Two times equal in exact arithmetic (a worker's push reaching a lane as another's compute
+#: ends, both two services and a compute after their start) differ in the last bits of their float sums,
+#: and which of them a FIFO lane serves first then depends on the rounding of an unrelated cost: a
+#: 1 us longer latency put 2 in-process workers into another start and moved their step by -1.5 %.
+#: 1e-12 is ten thousand float64 ulps, far below any cost a scenario prices.
+INSTANT = 1e-12
+
+
+def _pop_instant(heap: list[tuple[float, int, int]]) -> tuple[float, int, int]:
+    """The next event in (instant, worker, kind) order: of the events within
+    :data:`INSTANT` of the earliest, the lowest (worker, kind), at its own time."""
+    first = heapq.heappop(heap)
+    if not heap or heap[0][0] > first[0] * (1 + INSTANT):
+        return first
+    near = [first]
+    while heap and heap[0][0] <= first[0] * (1 + INSTANT):
+        near.append(heapq.heappop(heap))
+    chosen = min(near, key=lambda e: (e[1], e[2]))
+    for e in near:
+        if e is not chosen:
+            heapq.heappush(heap, e)
+    return chosen
 
 
 @dataclass(frozen=True)

@@ -129,8 +129,7 @@ def fifo_update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
     return asyncps.simulate_async(
         workers,
         t.steps * workers,
-        costs.worker_compute_s(workers),
-        t.compute_distribution,
+        distribution=t.compute_distribution,
         sigma=t.compute_sigma,
         push_s=float(costs.push_s),
         pull_s=float(costs.pull_s),
@@ -139,4 +138,5 @@ def fifo_update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:
         duplex=costs.duplex,
         ps_request_s=float(costs.ps_request_s),
         ps_apply_s=float(costs.ps_apply_s),
+        **costs.worker_parts(workers),
     )

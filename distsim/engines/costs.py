@@ -24,8 +24,37 @@ from distsim.mechanics.stepcosts import FIELD_PATHS, MODEL_FIELDS, StepCosts, st
 from distsim.mechanics.strategies import StrategyPlan
 from distsim.scenario.presets import load_preset
 
-__all__ = ["FIELD_PATHS", "MODEL_FIELDS", "AsyncCosts", "StepCosts", "async_costs", "fair_share_rate",
-           "lockstep_step_s", "ps_apply_s", "ps_host_memory_Bps", "step_costs"]
+__all__ = ["FIELD_PATHS", "MODEL_FIELDS", "AsyncCosts", "StepCosts", "WorkerTimes", "async_costs",
+           "fair_share_rate", "lockstep_step_s", "ps_apply_s", "ps_host_memory_Bps", "step_costs"]
+
+
+@dataclass(frozen=True)
+class WorkerTimes:
+    """An asynchronous worker's time per update outside its transfers, in
+    parts (seconds), so that only the compute is random, as in the
+    synchronous engines and the one-device baseline
+    (:func:`asyncps.simulate_async`'s ``compute_mean_s``, ``input_s``,
+    ``host_s``, ``min_compute_s`` and ``prefetch``).
+
+    Attributes:
+        input_s: reading and copying its own batch.
+        host_s: its host's fixed overhead and dispatch.
+        compute_s: its device's forward and backward at the mean compute.
+        min_compute_s: the least a compute lasts (``steady.launch_s``).
+        prefetch: the input overlaps the host and the device.
+    """
+
+    input_s: np.ndarray
+    host_s: np.ndarray
+    compute_s: np.ndarray
+    min_compute_s: np.ndarray
+    prefetch: bool
+
+    @property
+    def total_s(self) -> np.ndarray:
+        """The time at the mean compute: ``max(input, host + compute)`` with prefetch, else their sum."""
+        device = self.host_s + np.maximum(self.compute_s, self.min_compute_s)
+        return np.where(self.prefetch, np.maximum(self.input_s, device), self.input_s + device)
 
 
 @dataclass(frozen=True)
@@ -34,9 +63,12 @@ class AsyncCosts:
 
     Attributes:
         worker_batch: examples per update.
-        compute_s: a worker's time per update besides its transfers.
+        compute_s: a worker's time per update besides its transfers, at
+            the mean compute (``worker.total_s``).
         straggler_compute_s: the same for the last worker (equal to
             ``compute_s`` unless ``cluster.straggler_cores`` is set).
+        worker, straggler: those times in parts, of which only the compute
+            is random (None: ``compute_s`` is all compute).
         push_s, pull_s: a transfer to an idle PS (a push ends with its apply).
         ps_service_s: PS time each transfer holds (see :func:`async_costs`).
         ps_request_s: the part of it that is the PS host's own work.
@@ -54,6 +86,24 @@ class AsyncCosts:
     ps_request_s: np.ndarray
     ps_apply_s: np.ndarray
     duplex: bool
+    worker: WorkerTimes | None = None
+    straggler: WorkerTimes | None = None
+
+    def worker_parts(self, workers: int) -> dict[str, np.ndarray | bool]:
+        """:func:`asyncps.simulate_async`'s per-worker ``compute_mean_s``,
+        ``input_s``, ``host_s``, ``min_compute_s`` and ``prefetch`` (the last
+        worker may be a straggler); scalar costs only. Without ``worker``
+        parts, ``compute_s`` is all compute."""
+        if self.worker is None or self.straggler is None:
+            return {"compute_mean_s": self.worker_compute_s(workers)}
+        out: dict[str, np.ndarray | bool] = {}
+        for name, field in (("compute_mean_s", "compute_s"), ("input_s", "input_s"), ("host_s", "host_s"),
+                            ("min_compute_s", "min_compute_s")):
+            value = np.full(workers, float(getattr(self.worker, field)))
+            value[-1] = float(getattr(self.straggler, field))
+            out[name] = value
+        out["prefetch"] = bool(self.worker.prefetch)
+        return out
 
     def worker_compute_s(self, workers: int) -> np.ndarray:
         """Each worker's mean compute time (the last may be a straggler); scalar costs only."""
@@ -72,14 +122,18 @@ class AsyncCosts:
         return 1.0 / np.maximum(np.maximum(service - self.ps_request_s, host), 1e-300)
 
 
-def _worker_compute_s(p: StepCosts, plan_: StrategyPlan) -> np.ndarray:
+def _worker_times(p: StepCosts, plan_: StrategyPlan) -> WorkerTimes:
     parts = steady.step_parts(p, p.global_batch, plan_)
     # Each worker reads only its own batch (the PS coordinator hands out per-worker datasets)
     # and copies all of it to its device: the input of one device running that batch.
     batch = parts.replica_batch
-    own_input = steady.input_s(steady.one_device_costs(p, batch), batch)
-    device = parts.overhead_s + parts.dispatch_s + parts.forward_s + parts.backward_s
-    return np.where(plan_.prefetch, np.maximum(own_input, device), own_input + device)
+    compute, launch = parts.forward_s + parts.backward_s, steady.launch_s(p)
+    # The compute is max(batch x seconds per example, launches) (steady.critical_replica); where the launches
+    # bind, the random part is the batch's own compute, as the timeline draws it.
+    raw = np.where(compute > launch, compute, batch * steady.seconds_per_example(p))
+    return WorkerTimes(input_s=steady.input_s(steady.one_device_costs(p, batch), batch),
+                       host_s=parts.overhead_s + parts.dispatch_s, compute_s=raw, min_compute_s=launch * np.ones_like(raw),
+                       prefetch=plan_.prefetch)
 
 
 def async_costs(p: StepCosts, plan_: StrategyPlan) -> AsyncCosts:
@@ -100,7 +154,7 @@ def async_costs(p: StepCosts, plan_: StrategyPlan) -> AsyncCosts:
     bytes are in (the worker's own path and the shard's service both done)
     and queues with the PS host's other work (with one server, its
     transfers), so each shard applies one gradient at a time."""
-    compute = _worker_compute_s(p, plan_)
+    worker, straggler = _worker_times(p, plan_), _worker_times(steady.straggler_costs(p), plan_)
     replicas = p.num_workers * p.devices_per_worker
     grad = p.gradient_bytes
     request = p.inter_request_s
@@ -110,15 +164,17 @@ def async_costs(p: StepCosts, plan_: StrategyPlan) -> AsyncCosts:
     in_process = plan_.ps_cluster == "in_process"
     apply = ps_apply_s(p, num_ps) * np.ones_like(link)
     return AsyncCosts(
-        worker_batch=np.broadcast_to(steady.ceil_div(p.global_batch, replicas), np.shape(compute)),
-        compute_s=compute,
-        straggler_compute_s=_worker_compute_s(steady.straggler_costs(p), plan_),
+        worker_batch=np.broadcast_to(steady.ceil_div(p.global_batch, replicas), np.shape(worker.total_s)),
+        compute_s=worker.total_s,
+        straggler_compute_s=straggler.total_s,
         push_s=link + apply,
         pull_s=link,
         ps_service_s=link if in_process else request + grad / num_ps / bandwidth,
         ps_request_s=np.zeros_like(link) if in_process else request * np.ones_like(link),
         ps_apply_s=apply,
         duplex=not in_process and bool(np.all(p.inter_full_duplex)),
+        worker=worker,
+        straggler=straggler,
     )
 
 

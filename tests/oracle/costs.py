@@ -302,7 +302,14 @@ class AsyncCosts:
     """prediction.py ``async_costs``: per-update costs of one async PS worker (seconds).
 
     Attributes:
-        compute_s: the worker's mean time per update besides its transfers.
+        compute_s: the worker's mean time per update besides its transfers
+            (:meth:`own_s` at a factor of 1).
+        input_s: its input (read, then copy of its own batch), not random.
+        host_s: its host's step overhead and dispatch, not random.
+        work_s: its device's forward and backward at the mean, the only
+            random part (asyncps.py ``simulate_async``: "its k-th compute is
+            ``compute_mean_s`` times a random factor with mean 1").
+        prefetch: the input overlaps the host and the device.
         transfer_s: a transfer's bytes to an idle PS, ``latency + request_s +
             gradient / bandwidth`` (pull or push).
         shard_s: what one PS shard is busy with per transfer of its piece
@@ -316,6 +323,17 @@ class AsyncCosts:
     transfer_s: float
     shard_s: float
     apply_s: float
+    input_s: float
+    host_s: float
+    work_s: float
+    prefetch: bool
+
+    def own_s(self, factor: float) -> float:
+        """The worker's time outside its transfers when its compute takes
+        ``factor`` times the mean (asyncps.py ``simulate_async``, ``prefetch``:
+        ``max(input, host + compute)``, without it ``input + host + compute``)."""
+        device = self.host_s + self.work_s * factor
+        return max(self.input_s, device) if self.prefetch else self.input_s + device
 
 
 def ps_host_memory_Bps(s: Scenario) -> float:
@@ -339,11 +357,11 @@ def async_costs(s: Scenario, apply_at_ps: bool = True) -> AsyncCosts:
     d, link = s.cluster.device, s.cluster.inter_link
     b = replica_batch(s)
     own_input = read_s(s, b) + copy_s(s, b)
-    device = d.step_overhead_s + d.replica_dispatch_s + b * seconds_per_example(s)
-    compute = max(own_input, device) if prefetch(s) else own_input + device
+    host, work = d.step_overhead_s + d.replica_dispatch_s, b * seconds_per_example(s)
+    compute = max(own_input, host + work) if prefetch(s) else own_input + host + work
     k, grad, rate = s.strategy.num_ps, gradient_bytes(s), link_rate_Bps(link)
     shard = link.request_s + grad / k / rate
     apply = s.workload.num_params * s.training.optimizer_bytes_per_param / ps_host_memory_Bps(s) / k
     apply = apply if apply_at_ps else 0.0
     whole = link.latency_s + link.request_s + grad / rate
-    return AsyncCosts(compute, whole, shard, apply)
+    return AsyncCosts(compute, whole, shard, apply, own_input, host, work, prefetch(s))

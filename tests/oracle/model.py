@@ -29,7 +29,8 @@ Synchronous training (:func:`sync_step_times`), per steady.py's docstring:
 
 Asynchronous parameter servers (:func:`async_step_time`), per asyncps.py:
 ``num_ps`` shard resources, each FIFO (capacity 1); every worker loops pull,
-compute, push. A transfer asks every shard for its piece at once (the
+compute, push. Only the device's compute is random (input and host time are
+not), as in the synchronous step. A transfer asks every shard for its piece at once (the
 snapshot of a pull is taken when a shard starts serving it), while the
 worker's own part of the transfer runs. A push's gradient is applied once
 its bytes are in (its own part and every shard's piece done): each shard is
@@ -266,7 +267,7 @@ def async_step_time(s: Scenario, apply_at_ps: bool = True, seed: int = 12345) ->
     def worker(w: int):
         for u in itertools.count():
             yield transfer(w)
-            yield env.timeout(c.compute_s * (f[w, u] if u < f.shape[1] else factors(rng, s, 1)[0]))
+            yield env.timeout(c.own_s(f[w, u] if u < f.shape[1] else factors(rng, s, 1)[0]))
             yield transfer(w)
             if c.apply_s > 0:
                 yield env.all_of([env.process(piece(shard, w, c.apply_s)) for shard in shards])
