@@ -24,7 +24,9 @@ what a step *is*, not from the engine's code:
   compute, never slower than that scenario's lockstep bound
   (``distsim/engines/asyncps.py``; :func:`distsim.rhythm_range_s`);
 * throughput x epoch time is the epoch's examples, to within the one
-  partial global batch an epoch may end on;
+  partial global batch an epoch may end on; with several workers' own
+  streams (FILE, OFF) its last batches may spread over several partial
+  steps, up to a bound derived from the streams (:func:`epoch_slots`);
 * every summary number is finite and positive (comm_fraction in [0, 1]);
 * a :func:`distsim.sweep` row is :func:`distsim.predict` for the same
   scenario when compute is deterministic (sweep evaluates the mean compute
@@ -83,32 +85,57 @@ def is_async(scenario: distsim.Scenario) -> bool:
     return scenario.strategy.resolved_mode == "async"
 
 
+def worker_streams(scenario: distsim.Scenario) -> list[int]:
+    """Examples in each input stream: the dataset under DATA (and for
+    asynchronous workers, which take batches from one pass over the data);
+    all of it for each worker under OFF; each worker's files under FILE."""
+    examples, policy, workers = scenario.workload.num_examples, scenario.training.shard_policy, scenario.cluster.num_workers
+    if is_async(scenario) or workers == 1 or policy == "DATA":
+        return [examples]
+    if policy == "OFF":
+        return [examples] * workers
+    # FILE: num_files files of sizes differing by at most one, worker w reading files w, w + W, ...
+    files, extra = divmod(examples, scenario.training.num_files)
+    sizes = [files + (i < extra) for i in range(scenario.training.num_files)]
+    return [sum(sizes[w::workers]) for w in range(workers)]
+
+
 def epoch_examples(scenario: distsim.Scenario) -> float:
-    """Examples one epoch trains on: the workers' streams (the dataset under
-    DATA; all of it for each worker under OFF; each worker's files under
-    FILE), each less its final partial global batch with ``drop_remainder``;
+    """Examples one epoch trains on: the workers' streams (:func:`worker_streams`),
+    each less its final partial global batch with ``drop_remainder``;
     with ``b`` backup workers of ``N`` replicas a step
     applies the gradients of only ``N - b`` replicas, each one replica's
     share of the step's examples (TensorFlow's ``SyncReplicasOptimizer``
     averages ``replicas_to_aggregate`` gradients and drops the rest)."""
-    examples, batch = scenario.workload.num_examples, scenario.training.global_batch
-    drop = scenario.training.drop_remainder
-    policy, workers = scenario.training.shard_policy, scenario.cluster.num_workers
-    if is_async(scenario) or workers == 1 or policy == "DATA":
-        # One stream (asynchronous workers take batches from one pass over the data).
-        streams = [examples]
-    elif policy == "OFF":
-        streams = [examples] * workers  # every worker reads the whole dataset
-    else:
-        # FILE: num_files files of sizes differing by at most one, worker w reading files w, w + W, ...
-        files, extra = divmod(examples, scenario.training.num_files)
-        sizes = [files + (i < extra) for i in range(scenario.training.num_files)]
-        streams = [sum(sizes[w::workers]) for w in range(workers)]
+    batch, drop = scenario.training.global_batch, scenario.training.drop_remainder
     # Each stream is batched by the global batch (its final partial batch dropped with drop_remainder),
     # then split among the replicas.
-    epoch = sum(n - n % batch if drop else n for n in streams)
+    epoch = sum(n - n % batch if drop else n for n in worker_streams(scenario))
     n = scenario.num_replicas
     return epoch * (n - scenario.training.backup_workers) / n
+
+
+def epoch_slots(scenario: distsim.Scenario) -> float:
+    """The most ``throughput x epoch_time`` may reach: the epoch's examples
+    plus one global batch (the final partial step), or, with several
+    workers' own streams (FILE, OFF), their steps' room. Derivation: a
+    worker batches its stream of ``L`` examples by the global batch ``B``
+    into ``ceil(L / B)`` batches and re-cuts each into ``W x R`` pieces, of
+    which its ``R`` replicas take ``R`` a step (TensorFlow's cyclic
+    ``batch_sizes_for_worker``), so one batch lasts ``W`` steps and the
+    worker is done after ``W ceil(L / B)`` steps; the epoch is the longest
+    worker's, and no step holds more than ``B`` examples, so a full step's
+    throughput times the epoch's steps is at most ``B W max ceil(L / B)``.
+    Its final steps may all be partial: the workers' last batches spread
+    over up to ``W`` steps (and further where FILE streams differ)."""
+    t, workers = scenario.training, scenario.cluster.num_workers
+    examples = epoch_examples(scenario)
+    streams = worker_streams(scenario)
+    if len(streams) == 1:
+        return examples + t.global_batch
+    batches = max(n // t.global_batch if t.drop_remainder else -(-n // t.global_batch) for n in streams)
+    n = scenario.num_replicas
+    return max(examples + t.global_batch, t.global_batch * workers * batches * (n - t.backup_workers) / n)
 
 
 def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Violation]:
@@ -126,7 +153,7 @@ def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Vi
         out.append(Violation("one_replica_efficiency=1", f"efficiency={s.efficiency!r} (strategy "
                              f"{scenario.strategy.name}, {scenario.training.compute_distribution} compute)"))
     product, examples = s.throughput_samples_per_s * s.epoch_time_s, epoch_examples(scenario)
-    if abs(product - examples) > scenario.training.global_batch + RTOL * examples:
+    if not examples - scenario.training.global_batch - RTOL * examples <= product <= epoch_slots(scenario) * (1 + RTOL):
         out.append(Violation("throughput*epoch=examples", f"throughput x epoch_time = {product:.6g} examples, "
                              f"the epoch trains on {examples:,.6g} (global batch {scenario.training.global_batch:,})"))
     return out

@@ -290,3 +290,17 @@ def test_fused_exposure_is_after_the_last_backward_pass():
     scenario = scenario.replace("workload.compute_s_per_sample", 4.361026426469847e-4)
     row = distsim.sweep(scenario, {"training.global_batch": [89]})
     assert row["comm_fraction"][0] == pytest.approx(predict(scenario).summary.comm_fraction, rel=1e-9)
+
+
+def test_file_sharded_epoch_ends_over_two_partial_steps_by_hand():
+    # 60,000 examples in 136 files over 4 workers: 15,000 each (24 bigger files, 6 per worker). Global batch 23
+    # over 4 x 7 replicas: TF's cyclic re-cut gives worker 0 the sizes [1] * 23 + [0] * 5, worker w the same
+    # rotated by 7 w, 7 pieces a step. Each worker's 15,000 = 652 batches of 23 (2,608 steps) + 4 examples.
+    # Worker 3's rotation starts 1, 1, 0, 0, 0, 0, 0 | 1, 1, ...: its last 4 examples need 9 pieces, 2 steps.
+    # So the epoch has 2,610 steps, and throughput x epoch time (full steps of 23) is 2,610 x 23 = 60,030:
+    # 30 more than the dataset, more than one global batch.
+    s = make_scenario("k80", "mnist_mlp_wide", "parameter_server", num_workers=4, devices_per_worker=7, mode="sync",
+                      global_batch=23, compute_distribution="deterministic", shard_policy="FILE", num_files=136)
+    summary = predict(s).summary
+    assert summary.steps_per_epoch == 2610
+    assert summary.throughput_samples_per_s * summary.epoch_time_s == pytest.approx(2610 * 23, rel=1e-12)
