@@ -120,6 +120,11 @@ def fusion_groups(ready_s: np.ndarray, share: np.ndarray, gradient_bytes: float,
     it; a cycle's tensors fill buffers in order, a new buffer starting when
     the next tensor would not fit (a tensor larger than the threshold
     travels alone; threshold 0: every tensor alone).
+
+    The buffers depend on where the ready times fall between ticks, so a
+    longer backward pass can merge tensors into fewer buffers and end the
+    step sooner: a fused step is not monotone in compute (8 H100s, VGG16,
+    a 1.4 ms cycle: 1.1667 x the FLOPs, 0.76699 s against 0.76763 s).
     """
     tick = np.ceil(np.maximum(ready_s, 0.0) / cycle_s - 1e-9) * cycle_s
     sizes = (share * gradient_bytes).tolist()  # Python floats: the same float64 sums, without NumPy scalars
