@@ -174,6 +174,15 @@ def worker_means_s(num_workers: int, compute_mean_s, path: str = "compute_mean_s
     return np.array([rule(f"{path}[{i}]", v) for i, v in enumerate(compute_mean_s)], dtype=float)
 
 
+def worker_time_s(input_s, host_s, compute_s, min_compute_s, prefetch) -> np.ndarray:
+    """A worker's time per update outside its transfers, seconds: the host's
+    fixed time plus the compute (at least ``min_compute_s``), and the input
+    overlapping both with ``prefetch`` (``max(input, host + compute)``) or
+    before them without (their sum)."""
+    device = host_s + np.maximum(compute_s, min_compute_s)
+    return np.where(prefetch, np.maximum(input_s, device), input_s + device)
+
+
 class _ComputeTimes:
     """Per-worker random streams: worker i's k-th time outside its transfers
     is the same whichever engine asks and in whatever batch sizes.
@@ -196,8 +205,8 @@ class _ComputeTimes:
 
     def own_s(self, worker: int, compute_s: np.ndarray) -> np.ndarray:
         """Worker ``worker``'s times outside its transfers for compute times ``compute_s``."""
-        device = self.host_s[worker] + np.maximum(compute_s, self.min_compute_s[worker])
-        return np.maximum(self.input_s[worker], device) if self.prefetch else self.input_s[worker] + device
+        return worker_time_s(self.input_s[worker], self.host_s[worker], compute_s, self.min_compute_s[worker],
+                             self.prefetch)
 
     def mean_s(self) -> np.ndarray:
         """Each worker's time outside its transfers at its mean compute time."""

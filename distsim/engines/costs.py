@@ -53,8 +53,7 @@ class WorkerTimes:
     @property
     def total_s(self) -> np.ndarray:
         """The time at the mean compute: ``max(input, host + compute)`` with prefetch, else their sum."""
-        device = self.host_s + np.maximum(self.compute_s, self.min_compute_s)
-        return np.where(self.prefetch, np.maximum(self.input_s, device), self.input_s + device)
+        return asyncps.worker_time_s(self.input_s, self.host_s, self.compute_s, self.min_compute_s, self.prefetch)
 
 
 @dataclass(frozen=True)
@@ -128,7 +127,7 @@ def _worker_times(p: StepCosts, plan_: StrategyPlan) -> WorkerTimes:
     # and copies all of it to its device: the input of one device running that batch.
     batch = parts.replica_batch
     compute, launch = parts.forward_s + parts.backward_s, steady.launch_s(p)
-    # The compute is max(batch x seconds per example, launches) (steady.critical_replica); where the launches
+    # The compute is max(batch x seconds per example, launches) (steady.replica_candidates); where the launches
     # bind, the random part is the batch's own compute, as the timeline draws it.
     raw = np.where(compute > launch, compute, batch * steady.seconds_per_example(p))
     return WorkerTimes(input_s=steady.input_s(steady.one_device_costs(p, batch), batch),
