@@ -20,7 +20,8 @@ O(replicas log replicas + collectives), not O(replicas x collectives).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -426,12 +427,67 @@ def one_device_run(scenario: Scenario, batch: int, costs: StepCosts | None = Non
     when the caller has them already (the baseline's own are derived from
     them by :func:`distsim.engines.steady.one_device_costs`), so that a
     prediction prices its run and both baselines from one StepCosts."""
+    return _run(_Setup.one_device(scenario, batch, costs), trace=False, **_one_device_stream(scenario))
+
+
+def _one_device_stream(scenario: Scenario) -> dict:
+    """The random stream of the one-device baseline: ``rng`` and ``draws`` for :func:`_run`."""
     t = scenario.training
     if plan(scenario).mode == "sync":
-        rng, draws = np.random.default_rng(t.seed), scenario.num_replicas
-    else:
-        rng, draws = np.random.Generator(np.random.PCG64(np.random.SeedSequence(t.seed).spawn(scenario.num_replicas)[0])), 1
-    return _run(_Setup.one_device(scenario, batch, costs), trace=False, rng=rng, draws=draws)
+        return {"rng": np.random.default_rng(t.seed), "draws": scenario.num_replicas}
+    child = np.random.SeedSequence(t.seed).spawn(scenario.num_replicas)[0]
+    return {"rng": np.random.Generator(np.random.PCG64(child)), "draws": 1}
+
+
+#: One-device baselines :func:`one_device_throughput` remembers, least recently used dropped first: the
+#: last few predictions' (a what-if change and its undo), not a whole session's.
+BASELINE_MEMO_SIZE = 8
+_baseline_memo: OrderedDict[tuple, float] = OrderedDict()
+
+
+def one_device_throughput(scenario: Scenario, batch: int, costs: StepCosts | None = None) -> float:
+    """Examples/s of :func:`one_device_run`: its examples over its total
+    simulated time. Remembered under everything the run reads
+    (:func:`one_device_inputs`), so a what-if change that leaves the
+    baseline's inputs alone (a link, the all-reduce algorithm, the gradient
+    grouping) does not simulate it again, and a change of any input is
+    another key: the memo cannot return a stale baseline."""
+    setup = _Setup.one_device(scenario, batch, costs)
+    key = one_device_inputs(setup)
+    if key in _baseline_memo:
+        _baseline_memo.move_to_end(key)
+        return _baseline_memo[key]
+    run = _run(setup, trace=False, **_one_device_stream(scenario))
+    value = float(np.sum(run.global_examples)) / run.run_time_s
+    _baseline_memo[key] = value
+    if len(_baseline_memo) > BASELINE_MEMO_SIZE:
+        _baseline_memo.popitem(last=False)
+    return value
+
+
+def one_device_inputs(setup: _Setup) -> tuple:
+    """Everything :func:`_run` without a trace reads, as a hashable key: every
+    field of ``setup`` (every field of its StepCosts; numbers by their
+    bytes, so that NaN equals NaN and nothing is rounded), of its scenario
+    only ``training.steps``, the compute distribution and, when the
+    distribution draws random numbers, the stream (:func:`_one_device_stream`:
+    the mode, seed and replica count) and ``compute_sigma``."""
+    t = setup.scenario.training
+    random = t.compute_distribution != "deterministic"
+    stream = (plan(setup.scenario).mode, t.seed, setup.scenario.num_replicas, t.compute_sigma) if random else None
+    return (t.steps, t.compute_distribution, stream,
+            *(_key_part(getattr(setup, f.name)) for f in fields(setup) if f.name != "scenario"))
+
+
+def _key_part(value) -> object:
+    if isinstance(value, StepCosts):
+        return tuple(_key_part(getattr(value, f.name)) for f in fields(value))
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float, np.ndarray, np.number, np.bool_)):
+        array = np.asarray(value)
+        return array.dtype.str, array.shape, array.tobytes()
+    raise TypeError(f"no memo key for {type(value).__name__}")  # a new kind of _Setup field: key it first
 
 
 def _run(setup: _Setup, trace: bool, rng: np.random.Generator | None = None, draws: int | None = None) -> Timeline:
