@@ -125,6 +125,7 @@ class _Setup:
     overhead_s: np.ndarray  # per replica
     dispatch_s: np.ndarray  # per replica
     update_s: float
+    launch_s: float  # a replica's shortest compute (:func:`distsim.engines.steady.launch_s`)
     metric_s: float
     fill_s: float
     aggregate: int
@@ -158,6 +159,7 @@ class _Setup:
             replicas=scenario.num_replicas, collectives=collectives,
             per_example_s=per_example, shared=bool(steady.shares_cores(p)),
             overhead_s=overhead, dispatch_s=dispatch, update_s=float(steady.update_s(p)),
+            launch_s=float(steady.launch_s(p)),
             metric_s=float(steady.metric_comm_s(p, Communication.of(scenario, plan_))),
             fill_s=float(steady.fill_s(p, plan_.prefetch)),
             aggregate=scenario.num_replicas - t.backup_workers,
@@ -180,7 +182,7 @@ class _Setup:
             scenario=scenario, p=p, prefetch=plan_.prefetch, workers=1, local=1, replicas=1, collectives=None,
             per_example_s=np.array([float(steady.seconds_per_example(p))]),
             shared=bool(steady.shares_cores(p)), overhead_s=overhead, dispatch_s=dispatch,
-            update_s=float(steady.update_s(p)), metric_s=0.0,
+            update_s=float(steady.update_s(p)), launch_s=float(steady.launch_s(p)), metric_s=0.0,
             fill_s=float(steady.fill_s(p, plan_.prefetch)), aggregate=1,
             static_ready=None, static_duration=None, pull_s=0.0,
             worker_of=np.zeros(1, dtype=int), local_index=np.zeros(1, dtype=int),
@@ -263,8 +265,9 @@ def _collectives(setup: _Setup, forward_end: np.ndarray, backward: np.ndarray):
     return start, end, done
 
 
-def _simulate_step(setup: _Setup, examples: int, batches: np.ndarray, factor: np.ndarray, prev: _Step | None,
+def _simulate_step(setup: _Setup, input_s: float, batches: np.ndarray, factor: np.ndarray, prev: _Step | None,
                    epoch_start: bool) -> _Step:
+    """One step: ``input_s`` is the host's input time for its examples, ``batches`` each replica's."""
     if prev is None:
         in_start = np.zeros(setup.workers)
         dev_free = np.zeros(setup.replicas)
@@ -272,10 +275,10 @@ def _simulate_step(setup: _Setup, examples: int, batches: np.ndarray, factor: np
         gate = prev.host_start if setup.prefetch else np.full(setup.workers, prev.step_end)
         in_start = np.maximum(prev.in_end, gate)
         dev_free = np.full(setup.replicas, prev.step_end) if setup.metric_s > 0 else prev.update_end
-    in_end = in_start + setup.input_s(examples) + (setup.fill_s if epoch_start else 0.0)
+    in_end = in_start + input_s + (setup.fill_s if epoch_start else 0.0)
     host_start = np.maximum(in_end, dev_free.reshape(setup.workers, setup.local).max(axis=1))
     dispatch_end = host_start[setup.worker_of] + setup.overhead_s + (setup.local_index + 1) * setup.dispatch_s
-    work = np.maximum(batches * setup.per_example_s * factor, float(steady.launch_s(setup.p)))
+    work = np.maximum(batches * setup.per_example_s * factor, setup.launch_s)
     compute_start = _compute_starts(setup, dispatch_end, work)
     forward_end = compute_start + work / 3
     start, end, done = _collectives(setup, forward_end, 2 * work / 3)
@@ -498,13 +501,14 @@ def _run(setup: _Setup, trace: bool, rng: np.random.Generator | None = None, dra
     rng = np.random.default_rng(t.seed) if rng is None else rng
     draws = setup.replicas if draws is None else draws
     batches = {g: np.asarray(sharding.replica_batch_sizes(int(g), setup.replicas), dtype=float) for g in set(sizes)}
+    inputs = {g: setup.input_s(int(g)) for g in set(sizes)}  # two sizes at most: priced once, not every step
     shown = shown_replicas(setup.workers, setup.local)
     shown_workers = np.unique(shown // setup.local)
     steps: list[_Step] = []  # the shown replicas' columns only: memory O(replicas + steps)
     prev = None
     for s, g in enumerate(sizes):
         factor = stragglers.factors(rng, t.compute_distribution, draws, t.compute_sigma)[:setup.replicas]
-        prev = _simulate_step(setup, int(g), batches[g], factor, prev, bool(epoch_start[s]))
+        prev = _simulate_step(setup, inputs[g], batches[g], factor, prev, bool(epoch_start[s]))
         if s == 0:
             first_start = float(prev.host_start.max()) if setup.prefetch else 0.0
         steps.append(prev.shown(shown, shown_workers))
