@@ -70,9 +70,10 @@ def event_styles(trace: Trace) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     n_labels = max(len(trace.labels), 1)
     key = trace.kind.astype(np.int64) * n_labels + trace.label
-    uniq, inverse = np.unique(key, return_inverse=True)
-    table = np.array([_label_style(EVENT_KINDS[k // n_labels], trace.labels[k % n_labels]) for k in uniq])
-    return table[inverse]
+    present = np.flatnonzero(np.bincount(key))  # the (kind, label) pairs that occur, without sorting every event
+    table = np.zeros(present[-1] + 1, dtype=np.int64)
+    table[present] = [_label_style(EVENT_KINDS[k // n_labels], trace.labels[k % n_labels]) for k in present]
+    return table[key]
 
 
 def device_rows(devices: Sequence[str]) -> tuple[np.ndarray, list[str]]:
@@ -217,7 +218,7 @@ class TimelineDrawing:
         start = lane * width + first  # flat index of each event's first pixel
         # waits first, then the rest by start: later events in a lane paint over shared edge pixels,
         # and a bar widened to min_px paints over the wait that follows it
-        order = np.lexsort((start, busy))
+        order = np.argsort(busy * (int(np.max(start, initial=0)) + 1) + start, kind="stable")  # by (busy, start), ties kept
         start, length, styles = start[order], length[order], styles[order]
         offsets = np.arange(int(length.sum())) - np.repeat(np.cumsum(length) - length, length)
         lanes = np.full((2 * n_dev + 1) * width, len(_RGBA) - 1, dtype=np.int64)
