@@ -258,7 +258,7 @@ class LayeredRenderer(BlitRenderer):
                 buffer[...] = self._base
                 for artist in artists:
                     self.fig.draw_artist(artist)
-                changed = np.flatnonzero(np.any(buffer != self._base, axis=-1))
+                changed = np.flatnonzero(buffer.view(np.uint32) != self._base.view(np.uint32))  # one word per pixel
                 self._patches[i, state] = (changed, pixels[changed].copy())
             patches.append(self._patches[i, state])
         buffer[...] = self._base
