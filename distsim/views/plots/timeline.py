@@ -124,6 +124,11 @@ class TimelineDrawing:
       many pixel columns, painted over the grey of waiting, so that short
       compute next to long waits stays visible (the dashboard uses 3).
 
+    ``defer_ticks=True`` leaves the y axis's row labels to
+    :meth:`apply_row_ticks`: a figure that keeps the labels of each row
+    layout in a cached bitmap (the dashboard) sets them only when it draws
+    that bitmap.
+
     Attributes:
         ax: the axes it draws on.
         unit: time unit of the x axis (``"s"``, ``"ms"`` or ``"µs"``).
@@ -134,7 +139,7 @@ class TimelineDrawing:
     """
 
     def __init__(self, ax: Axes, max_steps: int | None = None, legend: bool = True, raster: bool = False,
-                 min_px: int = 1):
+                 min_px: int = 1, defer_ticks: bool = False):
         self.ax = ax
         self.max_steps = _MAX_STEPS("max_steps", max_steps)
         self.raster = raster
@@ -149,6 +154,8 @@ class TimelineDrawing:
         ax.set_ylabel("device")
         self.unit = ""
         self.rows: list[str] = []
+        self.defer_ticks = defer_ticks
+        self._row_ticks = None  # (positions, labels) not yet on the axis
         if legend:
             ax.legend(handles=timeline_legend_handles(), loc="upper left", bbox_to_anchor=(1.01, 1.0),
                       fontsize="small", title="upper lane: device\nlower lane: its communication",
@@ -196,13 +203,22 @@ class TimelineDrawing:
             self.rows = rows
             every = max(1, int(np.ceil(n_dev / 24)))
             ticks = np.arange(0, n_dev, every)
-            self.ax.set_yticks(ticks, [rows[i] for i in ticks], fontsize="small")
+            self._row_ticks = (ticks, [rows[i] for i in ticks])
+            if not self.defer_ticks:
+                self.apply_row_ticks()
         if unit != self.unit:
             self.unit = unit
             self.ax.set_xlabel(f"time since start ({unit})")
         if title is not None:
             self.ax.set_title(title)
         return rows_changed
+
+    def apply_row_ticks(self) -> None:
+        """Label the y axis with the rows of the last :meth:`update` (which
+        does so itself unless ``defer_ticks``)."""
+        if self._row_ticks is not None:
+            self.ax.set_yticks(*self._row_ticks, fontsize="small")
+            self._row_ticks = None
 
     def _paint(self, x0, x1, row, comm, styles, n_dev: int, x_max: float) -> None:
         bbox = self.ax.get_window_extent()
