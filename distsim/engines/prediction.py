@@ -160,9 +160,9 @@ def _simulated_throughput(scenario: Scenario, batch: int, costs: StepCosts) -> f
     """The one-device run's examples over its total simulated time. Simulated
     under deterministic compute too, where it equals the closed form's
     (:func:`distsim.engines.steady.run_time_s`) but for rounding, so that a
-    one-device scenario's efficiency is 1 exactly."""
-    run = timeline.one_device_run(scenario, batch, costs)
-    return float(np.sum(run.global_examples)) / run.run_time_s
+    one-device scenario's efficiency is 1 exactly. Remembered under the
+    run's inputs (:func:`distsim.engines.timeline.one_device_throughput`)."""
+    return timeline.one_device_throughput(scenario, batch, costs)
 
 
 def _predict_async(scenario: Scenario, plan_: StrategyPlan) -> Result:

@@ -20,7 +20,8 @@ O(replicas log replicas + collectives), not O(replicas x collectives).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -124,6 +125,7 @@ class _Setup:
     overhead_s: np.ndarray  # per replica
     dispatch_s: np.ndarray  # per replica
     update_s: float
+    launch_s: float  # a replica's shortest compute (:func:`distsim.engines.steady.launch_s`)
     metric_s: float
     fill_s: float
     aggregate: int
@@ -157,6 +159,7 @@ class _Setup:
             replicas=scenario.num_replicas, collectives=collectives,
             per_example_s=per_example, shared=bool(steady.shares_cores(p)),
             overhead_s=overhead, dispatch_s=dispatch, update_s=float(steady.update_s(p)),
+            launch_s=float(steady.launch_s(p)),
             metric_s=float(steady.metric_comm_s(p, Communication.of(scenario, plan_))),
             fill_s=float(steady.fill_s(p, plan_.prefetch)),
             aggregate=scenario.num_replicas - t.backup_workers,
@@ -179,7 +182,7 @@ class _Setup:
             scenario=scenario, p=p, prefetch=plan_.prefetch, workers=1, local=1, replicas=1, collectives=None,
             per_example_s=np.array([float(steady.seconds_per_example(p))]),
             shared=bool(steady.shares_cores(p)), overhead_s=overhead, dispatch_s=dispatch,
-            update_s=float(steady.update_s(p)), metric_s=0.0,
+            update_s=float(steady.update_s(p)), launch_s=float(steady.launch_s(p)), metric_s=0.0,
             fill_s=float(steady.fill_s(p, plan_.prefetch)), aggregate=1,
             static_ready=None, static_duration=None, pull_s=0.0,
             worker_of=np.zeros(1, dtype=int), local_index=np.zeros(1, dtype=int),
@@ -262,8 +265,9 @@ def _collectives(setup: _Setup, forward_end: np.ndarray, backward: np.ndarray):
     return start, end, done
 
 
-def _simulate_step(setup: _Setup, examples: int, batches: np.ndarray, factor: np.ndarray, prev: _Step | None,
+def _simulate_step(setup: _Setup, input_s: float, batches: np.ndarray, factor: np.ndarray, prev: _Step | None,
                    epoch_start: bool) -> _Step:
+    """One step: ``input_s`` is the host's input time for its examples, ``batches`` each replica's."""
     if prev is None:
         in_start = np.zeros(setup.workers)
         dev_free = np.zeros(setup.replicas)
@@ -271,10 +275,10 @@ def _simulate_step(setup: _Setup, examples: int, batches: np.ndarray, factor: np
         gate = prev.host_start if setup.prefetch else np.full(setup.workers, prev.step_end)
         in_start = np.maximum(prev.in_end, gate)
         dev_free = np.full(setup.replicas, prev.step_end) if setup.metric_s > 0 else prev.update_end
-    in_end = in_start + setup.input_s(examples) + (setup.fill_s if epoch_start else 0.0)
+    in_end = in_start + input_s + (setup.fill_s if epoch_start else 0.0)
     host_start = np.maximum(in_end, dev_free.reshape(setup.workers, setup.local).max(axis=1))
     dispatch_end = host_start[setup.worker_of] + setup.overhead_s + (setup.local_index + 1) * setup.dispatch_s
-    work = np.maximum(batches * setup.per_example_s * factor, float(steady.launch_s(setup.p)))
+    work = np.maximum(batches * setup.per_example_s * factor, setup.launch_s)
     compute_start = _compute_starts(setup, dispatch_end, work)
     forward_end = compute_start + work / 3
     start, end, done = _collectives(setup, forward_end, 2 * work / 3)
@@ -426,12 +430,67 @@ def one_device_run(scenario: Scenario, batch: int, costs: StepCosts | None = Non
     when the caller has them already (the baseline's own are derived from
     them by :func:`distsim.engines.steady.one_device_costs`), so that a
     prediction prices its run and both baselines from one StepCosts."""
+    return _run(_Setup.one_device(scenario, batch, costs), trace=False, **_one_device_stream(scenario))
+
+
+def _one_device_stream(scenario: Scenario) -> dict:
+    """The random stream of the one-device baseline: ``rng`` and ``draws`` for :func:`_run`."""
     t = scenario.training
     if plan(scenario).mode == "sync":
-        rng, draws = np.random.default_rng(t.seed), scenario.num_replicas
-    else:
-        rng, draws = np.random.Generator(np.random.PCG64(np.random.SeedSequence(t.seed).spawn(scenario.num_replicas)[0])), 1
-    return _run(_Setup.one_device(scenario, batch, costs), trace=False, rng=rng, draws=draws)
+        return {"rng": np.random.default_rng(t.seed), "draws": scenario.num_replicas}
+    child = np.random.SeedSequence(t.seed).spawn(scenario.num_replicas)[0]
+    return {"rng": np.random.Generator(np.random.PCG64(child)), "draws": 1}
+
+
+#: One-device baselines :func:`one_device_throughput` remembers, least recently used dropped first: the
+#: last few predictions' (a what-if change and its undo), not a whole session's.
+BASELINE_MEMO_SIZE = 8
+_baseline_memo: OrderedDict[tuple, float] = OrderedDict()
+
+
+def one_device_throughput(scenario: Scenario, batch: int, costs: StepCosts | None = None) -> float:
+    """Examples/s of :func:`one_device_run`: its examples over its total
+    simulated time. Remembered under everything the run reads
+    (:func:`one_device_inputs`), so a what-if change that leaves the
+    baseline's inputs alone (a link, the all-reduce algorithm, the gradient
+    grouping) does not simulate it again, and a change of any input is
+    another key: the memo cannot return a stale baseline."""
+    setup = _Setup.one_device(scenario, batch, costs)
+    key = one_device_inputs(setup)
+    if key in _baseline_memo:
+        _baseline_memo.move_to_end(key)
+        return _baseline_memo[key]
+    run = _run(setup, trace=False, **_one_device_stream(scenario))
+    value = float(np.sum(run.global_examples)) / run.run_time_s
+    _baseline_memo[key] = value
+    if len(_baseline_memo) > BASELINE_MEMO_SIZE:
+        _baseline_memo.popitem(last=False)
+    return value
+
+
+def one_device_inputs(setup: _Setup) -> tuple:
+    """Everything :func:`_run` without a trace reads, as a hashable key: every
+    field of ``setup`` (every field of its StepCosts; numbers by their
+    bytes, so that NaN equals NaN and nothing is rounded), of its scenario
+    only ``training.steps``, the compute distribution and, when the
+    distribution draws random numbers, the stream (:func:`_one_device_stream`:
+    the mode, seed and replica count) and ``compute_sigma``."""
+    t = setup.scenario.training
+    random = t.compute_distribution != "deterministic"
+    stream = (plan(setup.scenario).mode, t.seed, setup.scenario.num_replicas, t.compute_sigma) if random else None
+    return (t.steps, t.compute_distribution, stream,
+            *(_key_part(getattr(setup, f.name)) for f in fields(setup) if f.name != "scenario"))
+
+
+def _key_part(value) -> object:
+    if isinstance(value, StepCosts):
+        return tuple(_key_part(getattr(value, f.name)) for f in fields(value))
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float, np.ndarray, np.number, np.bool_)):
+        array = np.asarray(value)
+        return array.dtype.str, array.shape, array.tobytes()
+    raise TypeError(f"no memo key for {type(value).__name__}")  # a new kind of _Setup field: key it first
 
 
 def _run(setup: _Setup, trace: bool, rng: np.random.Generator | None = None, draws: int | None = None) -> Timeline:
@@ -442,13 +501,14 @@ def _run(setup: _Setup, trace: bool, rng: np.random.Generator | None = None, dra
     rng = np.random.default_rng(t.seed) if rng is None else rng
     draws = setup.replicas if draws is None else draws
     batches = {g: np.asarray(sharding.replica_batch_sizes(int(g), setup.replicas), dtype=float) for g in set(sizes)}
+    inputs = {g: setup.input_s(int(g)) for g in set(sizes)}  # two sizes at most: priced once, not every step
     shown = shown_replicas(setup.workers, setup.local)
     shown_workers = np.unique(shown // setup.local)
     steps: list[_Step] = []  # the shown replicas' columns only: memory O(replicas + steps)
     prev = None
     for s, g in enumerate(sizes):
         factor = stragglers.factors(rng, t.compute_distribution, draws, t.compute_sigma)[:setup.replicas]
-        prev = _simulate_step(setup, int(g), batches[g], factor, prev, bool(epoch_start[s]))
+        prev = _simulate_step(setup, inputs[g], batches[g], factor, prev, bool(epoch_start[s]))
         if s == 0:
             first_start = float(prev.host_start.max()) if setup.prefetch else 0.0
         steps.append(prev.shown(shown, shown_workers))

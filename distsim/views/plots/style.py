@@ -8,12 +8,12 @@ on colour alone.
 
 from __future__ import annotations
 
-import io
+import struct
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
-import PIL.Image
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -181,13 +181,23 @@ def _paste(buffer: np.ndarray, rgba: np.ndarray, left: int, bottom: int) -> None
 
 
 def _encode_png(canvas: FigureCanvasAgg) -> bytes:
-    """The canvas as an RGB PNG (figures are opaque; dropping alpha saves a
-    quarter of the bytes to compress), with fast zlib compression."""
-    width, height = canvas.get_width_height(physical=True)
-    image = PIL.Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-    buf = io.BytesIO()
-    image.convert("RGB").save(buf, format="png", compress_level=1)
-    return buf.getvalue()
+    """The canvas as an 8-bit RGB PNG (figures are opaque; dropping alpha
+    saves a quarter of the bytes to compress): rows unfiltered, deflated at
+    zlib level 1. On these flat-coloured figures that is about twice as fast
+    as Pillow's encoder (which tries five row filters) and no larger."""
+    rgba = np.asarray(canvas.buffer_rgba())
+    height, width = rgba.shape[:2]
+    rows = np.zeros((height, 1 + 3 * width), dtype=np.uint8)  # each row: filter type 0 (none), then R, G, B
+    rows[:, 1:] = rgba[..., :3].reshape(height, 3 * width)
+    deflate = zlib.compressobj(1, zlib.DEFLATED, 15, 9)
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8 bits, truecolour, no interlace
+    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header)
+            + _png_chunk(b"IDAT", deflate.compress(rows) + deflate.flush()) + _png_chunk(b"IEND", b""))
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    """One PNG chunk: length, type, data, CRC-32 of type and data."""
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
 def save_figure(fig: Figure, path: str | Path, formats: Iterable[str] | None = None, dpi: float = 150) -> list[Path]:

@@ -70,9 +70,10 @@ def event_styles(trace: Trace) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     n_labels = max(len(trace.labels), 1)
     key = trace.kind.astype(np.int64) * n_labels + trace.label
-    uniq, inverse = np.unique(key, return_inverse=True)
-    table = np.array([_label_style(EVENT_KINDS[k // n_labels], trace.labels[k % n_labels]) for k in uniq])
-    return table[inverse]
+    present = np.flatnonzero(np.bincount(key))  # the (kind, label) pairs that occur, without sorting every event
+    table = np.zeros(present[-1] + 1, dtype=np.int64)
+    table[present] = [_label_style(EVENT_KINDS[k // n_labels], trace.labels[k % n_labels]) for k in present]
+    return table[key]
 
 
 def device_rows(devices: Sequence[str]) -> tuple[np.ndarray, list[str]]:
@@ -123,6 +124,11 @@ class TimelineDrawing:
       many pixel columns, painted over the grey of waiting, so that short
       compute next to long waits stays visible (the dashboard uses 3).
 
+    ``defer_ticks=True`` leaves the y axis's row labels to
+    :meth:`apply_row_ticks`: a figure that keeps the labels of each row
+    layout in a cached bitmap (the dashboard) sets them only when it draws
+    that bitmap.
+
     Attributes:
         ax: the axes it draws on.
         unit: time unit of the x axis (``"s"``, ``"ms"`` or ``"µs"``).
@@ -133,7 +139,7 @@ class TimelineDrawing:
     """
 
     def __init__(self, ax: Axes, max_steps: int | None = None, legend: bool = True, raster: bool = False,
-                 min_px: int = 1):
+                 min_px: int = 1, defer_ticks: bool = False):
         self.ax = ax
         self.max_steps = _MAX_STEPS("max_steps", max_steps)
         self.raster = raster
@@ -148,6 +154,8 @@ class TimelineDrawing:
         ax.set_ylabel("device")
         self.unit = ""
         self.rows: list[str] = []
+        self.defer_ticks = defer_ticks
+        self._row_ticks = None  # (positions, labels) not yet on the axis
         if legend:
             ax.legend(handles=timeline_legend_handles(), loc="upper left", bbox_to_anchor=(1.01, 1.0),
                       fontsize="small", title="upper lane: device\nlower lane: its communication",
@@ -195,13 +203,22 @@ class TimelineDrawing:
             self.rows = rows
             every = max(1, int(np.ceil(n_dev / 24)))
             ticks = np.arange(0, n_dev, every)
-            self.ax.set_yticks(ticks, [rows[i] for i in ticks], fontsize="small")
+            self._row_ticks = (ticks, [rows[i] for i in ticks])
+            if not self.defer_ticks:
+                self.apply_row_ticks()
         if unit != self.unit:
             self.unit = unit
             self.ax.set_xlabel(f"time since start ({unit})")
         if title is not None:
             self.ax.set_title(title)
         return rows_changed
+
+    def apply_row_ticks(self) -> None:
+        """Label the y axis with the rows of the last :meth:`update` (which
+        does so itself unless ``defer_ticks``)."""
+        if self._row_ticks is not None:
+            self.ax.set_yticks(*self._row_ticks, fontsize="small")
+            self._row_ticks = None
 
     def _paint(self, x0, x1, row, comm, styles, n_dev: int, x_max: float) -> None:
         bbox = self.ax.get_window_extent()
@@ -217,7 +234,7 @@ class TimelineDrawing:
         start = lane * width + first  # flat index of each event's first pixel
         # waits first, then the rest by start: later events in a lane paint over shared edge pixels,
         # and a bar widened to min_px paints over the wait that follows it
-        order = np.lexsort((start, busy))
+        order = np.argsort(busy * (int(np.max(start, initial=0)) + 1) + start, kind="stable")  # by (busy, start), ties kept
         start, length, styles = start[order], length[order], styles[order]
         offsets = np.arange(int(length.sum())) - np.repeat(np.cumsum(length) - length, length)
         lanes = np.full((2 * n_dev + 1) * width, len(_RGBA) - 1, dtype=np.int64)

@@ -169,7 +169,8 @@ class TimelinePanel:
         self.fig, axes = new_figure(self.size[0], self.size[1] * (1.6 if compare else 1), nrows=rows,
                                     squeeze=False, sharex=True)
         self.fig.set_dpi(self.dpi)
-        self.drawings = [TimelineDrawing(ax, legend=False, raster=True, min_px=MIN_BAR_PX) for ax in axes[:, 0]]
+        self.drawings = [TimelineDrawing(ax, legend=False, raster=True, min_px=MIN_BAR_PX, defer_ticks=True)
+                         for ax in axes[:, 0]]
         self.fig.legend(handles=timeline_legend_handles(), loc="outside upper center", ncols=4, fontsize="x-small",
                         frameon=False, title=LEGEND_TITLE, title_fontsize="x-small")
         for drawing in self.drawings:
@@ -203,8 +204,13 @@ class TimelinePanel:
             if compare:
                 self.drawings[0].ax.set_xlabel("")
 
+        def draw_labelled():  # the layout is solved with the row labels on the axes
+            draw()
+            for drawing in self.drawings:
+                drawing.apply_row_ticks()
+
         if self.renderer is None:
-            freeze_layout(self.fig, draw)
+            freeze_layout(self.fig, draw_labelled)
             self._drawn = [None] * len(self.drawings)  # drawn before the layout: the axes have moved since
             dynamic = [a for d, t in zip(self.drawings, self.ticks) for a in (*t.artists, *d.ax.spines.values())]
             layers = [[d.ax.yaxis] for d in self.drawings] + [[d.ax.xaxis for d in self.drawings]]
@@ -212,6 +218,9 @@ class TimelinePanel:
         draw()
         # the background holds each timeline's device labels and the unit of the time axis
         key = (*(tuple(d.rows) for d in self.drawings), self.drawings[-1].unit)
+        if key not in self.renderer._backgrounds:  # its labels may be drawn: put them on the axes first
+            for drawing in self.drawings:
+                drawing.apply_row_ticks()
         pastes = [(d.pixels, d.bars.ox, d.bars.oy) for d in self.drawings]
         self.image.value = self.renderer.png(key=key, pastes=pastes)
 
@@ -258,7 +267,7 @@ class LayeredRenderer(BlitRenderer):
                 buffer[...] = self._base
                 for artist in artists:
                     self.fig.draw_artist(artist)
-                changed = np.flatnonzero(np.any(buffer != self._base, axis=-1))
+                changed = np.flatnonzero(buffer.view(np.uint32) != self._base.view(np.uint32))  # one word per pixel
                 self._patches[i, state] = (changed, pixels[changed].copy())
             patches.append(self._patches[i, state])
         buffer[...] = self._base
