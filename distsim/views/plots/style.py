@@ -184,7 +184,8 @@ def _encode_png(canvas: FigureCanvasAgg) -> bytes:
     """The canvas as an 8-bit RGB PNG (figures are opaque; dropping alpha
     saves a quarter of the bytes to compress): rows unfiltered, deflated at
     zlib level 1. On these flat-coloured figures that is about twice as fast
-    as Pillow's encoder (which tries five row filters) and no larger."""
+    as Pillow's encoder at the same level, which filters every row, for
+    about a fifth more bytes (the dashboard's 210 states: 8.9 -> 10.8 MB)."""
     rgba = np.asarray(canvas.buffer_rgba())
     height, width = rgba.shape[:2]
     rows = np.zeros((height, 1 + 3 * width), dtype=np.uint8)  # each row: filter type 0 (none), then R, G, B
