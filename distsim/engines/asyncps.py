@@ -307,6 +307,24 @@ def simulate_async(
     return _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s)
 
 
+def own_time_means_s(updates_per_worker, compute_mean_s=1.0, distribution: str = "exponential", *,
+                     sigma: float = 0.5, seed: int = 0, input_s=0.0, host_s=0.0, min_compute_s=0.0,
+                     prefetch: bool = True) -> np.ndarray:
+    """Each worker's mean time outside its transfers over the first
+    ``updates_per_worker[w]`` draws of its stream: the draws
+    :func:`simulate_async` (same arguments) gave a run in which worker ``w``
+    made that many updates. A worker with none gets its time at the mean
+    compute."""
+    means = worker_means_s(len(np.ravel(updates_per_worker)), compute_mean_s)
+    fixed = [worker_means_s(len(means), value, name, _SECONDS, ">= 0 seconds") for name, value in
+             (("input_s", input_s), ("host_s", host_s), ("min_compute_s", min_compute_s))]
+    draws = _ComputeTimes(means, stragglers.DISTRIBUTION("distribution", distribution),
+                          stragglers.SIGMA("sigma", sigma), seed, *fixed, prefetch)
+    at_mean = draws.mean_s()
+    return np.array([float(np.mean(draws.draw(w, int(n)))) if n > 0 else at_mean[w]
+                     for w, n in enumerate(np.ravel(updates_per_worker))])
+
+
 #: Most population vectors :func:`fair_share_updates_per_s` walks (workers of
 #: each distinct cycle time + 1, multiplied): a few milliseconds of NumPy each.
 MAX_MVA_POPULATIONS = 100_000

@@ -221,11 +221,15 @@ def _own_s(costs: AsyncCosts, workers: int) -> np.ndarray:
                                                    - costs.ps_apply_s)
 
 
-def fair_share_rate(costs: AsyncCosts, workers: int) -> float:
+def fair_share_rate(costs: AsyncCosts, workers: int, outside_s=None) -> float:
     """Updates per second when concurrent transfers share the PS fairly:
     each direction of its NIC carries the bytes of one transfer per update,
     its host serves both requests and the apply, and the rest of a worker's cycle (compute,
-    latencies) is its own (:func:`asyncps.fair_share_updates_per_s`)."""
+    latencies) is its own (:func:`asyncps.fair_share_updates_per_s`). ``outside_s``: each
+    worker's mean time outside its transfers (default: at the mean compute,
+    ``worker_compute_s``), seconds."""
     nic_s = float(costs.ps_service_s - costs.ps_request_s)
     host_s = float(2 * costs.ps_request_s + costs.ps_apply_s)
-    return asyncps.fair_share_updates_per_s(_own_s(costs, workers), [nic_s, nic_s, host_s])
+    own = _own_s(costs, workers) if outside_s is None else \
+        np.asarray(outside_s, dtype=float) + (_own_s(costs, workers) - costs.worker_compute_s(workers))
+    return asyncps.fair_share_updates_per_s(own, [nic_s, nic_s, host_s])
