@@ -22,7 +22,10 @@ what a step *is*, not from the engine's code:
   exception: two or more asynchronous workers' FIFO queues at the PS can
   lock into a slower rhythm with a faster link, a shorter latency or less
   compute, never slower than that scenario's lockstep bound
-  (``distsim/engines/asyncps.py``; :func:`distsim.rhythm_range_s`);
+  (``distsim/engines/asyncps.py``; :func:`distsim.rhythm_range_s`); and
+  Horovod's fusion buffers follow where the tensors' ready times fall between
+  cycle ticks, so more compute can merge two buffers into one and save a
+  collective's fixed cost, never more than :func:`fusion_slack_s`;
 * throughput x epoch time is the epoch's examples, to within the one
   partial global batch an epoch may end on; with several workers' own
   streams (FILE, OFF) its last batches may spread over several partial
@@ -350,6 +353,8 @@ def check_monotone(scenario: distsim.Scenario, result: distsim.Result, knob: Kno
     wrong = t1 < t0 * (1 - RTOL) if knob.slower else t1 > t0 * (1 + RTOL)
     if not wrong:
         return []
+    if knob.invariant == "step_time_vs_compute" and t0 - t1 <= fusion_slack_s(scenario) + RTOL * t0:
+        return []  # the stated mechanism: a fused step merged buffers (fusion_slack_s bounds what that saves)
     if is_async(scenario) and scenario.num_replicas >= 2:
         # The stated mechanism (distsim/engines/asyncps.py docstring): FIFO queues at the PS lock into a
         # rhythm, and a cheaper transfer or compute can change who waits behind whom, so the run with the
@@ -394,3 +399,134 @@ def check_sweep(scenario: distsim.Scenario, result: distsim.Result) -> list[Viol
         if not abs(a - b) <= RTOL * scale:
             bad.append(f"{name}: sweep {a:.9g}, predict {b:.9g}")
     return [Violation("sweep=predict", "; ".join(bad))] if bad else []
+
+
+# -------------------------------------------------------------------- fusion
+
+
+def fusion_slack_s(scenario: distsim.Scenario) -> float:
+    """The most a step of ``scenario`` may shrink, seconds, when its compute
+    per example grows (0 unless Horovod fusion groups the gradients).
+
+    The stated mechanism (``distsim/mechanics/gradients.py``,
+    ``fusion_groups``; Horovod's ``RunLoopOnce`` in
+    ``horovod/common/operations.cc`` sleeps to the next cycle start, and
+    ``Controller::FuseResponses`` in ``controller.cc`` fills a buffer while
+    ``tensor_size + new_tensor_size <= threshold``): a tensor travels in the
+    buffer of the first cycle tick at or after it is ready, a tick's tensors
+    filling buffers next-fit. With more compute the ticks fall elsewhere in
+    the backward pass, and two tick groups can merge into one, with fewer
+    buffers, each saving a collective's fixed cost.
+
+    Derivation. Let ``d(x)`` be one collective's push of ``x`` bytes. The
+    last collective ends at ``max_g (launch_g + sum_{j >= g} d_j)`` (one at a
+    time, in order). Take the maximizing suffix ``S`` of the cheaper run,
+    starting at tensor ``i``. (1) Its launch, tensor ``i``'s tick, comes no
+    later in the costlier run: readiness is a max-plus function of compute,
+    and ticks are counted from the last replica's forward end, which grows
+    no more than a later point of the same backward pass (replicas that
+    share CPU cores compute one after another: there, allow one cycle
+    ``c``). (2) When ``d`` is affine on ``[0, G]`` (``d(x) = a + b x``,
+    ``G`` the gradient's bytes), the suffix's durations are ``a`` times its
+    buffer count plus ``b`` times its bytes, and the costlier run's buffers
+    holding ``S``'s tensors are no fewer than the cheaper run's less the
+    tick boundaries of ``S`` the costlier run lost: next-fit over two
+    concatenated groups uses at least the two groups' buffers less one
+    (the second group's first items fit in the first's last buffer, the
+    rest is next-fit afresh), and next-fit over a group is no more than
+    over its pieces. The cheaper run's tensors are ready within ``B`` of
+    the first tick, ``B`` its longest backward pass, so its ticks are at
+    most ``ceil(B / c) + 1`` and its tick boundaries at most ``ceil(B /
+    c)``: the step shrinks by at most ``a ceil(B / c)``, and by at most
+    ``a (tensors - 1)`` (one buffer per tensor at most). (3) For any other
+    ``d`` (a step class priced ``max(a1 + x / b1, a2 + x / b2)`` over two
+    link classes, or NCCL's cheaper of two protocols): merging two buffers
+    saves at most ``A``, the largest zero-byte price of any protocol
+    (``d_Q(u) + d_Q(v) - d_Q(u + v) <= d_Q(0)`` for the protocol ``Q``
+    chosen at ``u + v``, each class's max of affine prices with positive
+    latencies), and splitting one never saves, so the costlier run's
+    buffers cost at least the cheaper run's less ``A`` per lost buffer
+    boundary, at most ``tensors - 1``.
+
+    The mean step is the run's time over its steps, each step's chain end
+    shrinking by at most the bound, so the mean step does too.
+    ``B = 2/3 max(b0 s f, launch)``: the largest replica batch ``b0``,
+    ``s`` seconds per example (``compute_s_per_sample``, else
+    ``flops_per_sample / (peak_flops x efficiency)``, over the cores a CPU
+    replica uses; the straggler's when fewer), ``f`` the largest compute
+    factor of the run's draws (the timeline's documented stream,
+    :func:`backup_bound`) and ``launch`` the compute's floor, the other
+    replicas' kernel launches (``distsim/engines/steady.py``, RULES.md rule
+    16)."""
+    t = scenario.training
+    if t.grouping != "fusion" or t.backup_workers or is_async(scenario):
+        return 0.0
+    prices = _push_prices(scenario)
+    if not prices:
+        return 0.0
+    g = float(scenario.workload.gradient_bytes)
+    w = scenario.workload
+    tensors = len(w.tensor_params) or w.num_gradient_tensors
+    fixed = max(price(0.0) for price in prices)
+    lost = tensors - 1
+    if _affine(prices, g):
+        lost = min(lost, math.ceil(_longest_backward_s(scenario) / t.fusion_cycle_s))
+    return fixed * lost + (t.fusion_cycle_s if _shares_cores(scenario) else 0.0)
+
+
+def _push_prices(scenario: distsim.Scenario) -> list[Callable[[float], float]]:
+    """One collective's push of ``x`` bytes as the engine prices it, one
+    function per protocol it chooses from (NCCL: LL and Simple, the cheaper
+    taken; ``distsim.mechanics.communication.Communication.time_s``, whose
+    host-CPU paths ignore the protocol). The price of one collective is an
+    input of the step here, not what is checked: the check is how fusion
+    composes the prices."""
+    from distsim.engines.steady import Collectives
+    from distsim.mechanics.stepcosts import step_costs
+
+    coll = Collectives.of(scenario)
+    if coll is None:
+        return []
+    p, comm = step_costs(scenario), coll.comm
+    host_path = comm.two_level_ps or (comm.plan.algorithm == "reduce_to_one" and comm.plan.options.get("extra_root")
+                                      and comm.topology is not None)
+    if comm.protocol != "nccl" or host_path or comm.plan.algorithm is None:
+        return [lambda x: float(coll.duration_s(p, x))]
+    half = 0.5 if comm.uses_ps else 1.0  # a parameter server's push is the first of two symmetric halves
+    return [lambda x, q=q: half * float(comm._all_reduce_s(p, np.asarray(x, dtype=float), q))
+            for q in ("LL", "Simple")]
+
+
+def _affine(prices: list[Callable[[float], float]], g: float) -> bool:
+    """Whether the cheapest of ``prices`` is affine on ``[0, g]``. Each price
+    is a sum of maxima of affine functions (convex): it is affine on ``[0, g]``
+    when it meets its chord at ``g / 2``; the cheaper of two affine prices is
+    one of them throughout when the same one is cheaper at both ends."""
+    for price in prices:
+        ends = price(0.0) + price(g)
+        if not abs(2 * price(g / 2) - ends) <= RTOL * ends:
+            return False
+    at_0 = [price(0.0) for price in prices]
+    at_g = [price(g) for price in prices]
+    return int(np.argmin(at_0)) == int(np.argmin(at_g)) or len(prices) == 1
+
+
+def _shares_cores(scenario: distsim.Scenario) -> bool:
+    c = scenario.cluster
+    return c.device.kind == "cpu" and c.physical_cores is not None and c.devices_per_worker > 1
+
+
+def _longest_backward_s(scenario: distsim.Scenario) -> float:
+    """An upper bound on any replica's backward pass in any step, seconds (see :func:`fusion_slack_s`)."""
+    c, w, t = scenario.cluster, scenario.workload, scenario.training
+    per_example = w.compute_s_per_sample
+    if per_example is None:
+        per_example = w.flops_per_sample / (c.device.peak_flops * c.device.efficiency)
+    if c.device.kind == "cpu" and c.physical_cores is not None:
+        per_example /= min(c.physical_cores, c.straggler_cores or c.physical_cores)
+    tensors = len(w.tensor_params) or w.num_gradient_tensors
+    launch = (c.devices_per_worker - 1) * 4 * tensors * c.device.kernel_launch_s
+    n = scenario.num_replicas
+    rng = np.random.default_rng(t.seed)
+    worst = max(1.0, max(float(np.max(_factors(rng, scenario, n))) for _ in range(t.steps)))
+    return 2 / 3 * max(-(-t.global_batch // n) * per_example, launch) * worst

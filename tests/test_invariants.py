@@ -182,3 +182,51 @@ def test_one_async_worker_never_beats_its_baseline_under_noise():
     result = distsim.predict(s)
     assert inv.async_bound(s, result) == 1.0
     assert result.summary.efficiency <= 1.0
+
+
+def _vgg16_fused(flops_factor: float = 1.0) -> distsim.Scenario:
+    """8 H100s, VGG16, central storage, 1 MiB Horovod buffers every 1.4153 ms, a 0.4484 ms PCIe latency: a step
+    that is 99 % communication (the example the fusion_groups docstring names)."""
+    s = distsim.make_scenario("h100", "vgg16_224", "central_storage", devices_per_worker=8, global_batch=48,
+                              compute_distribution="deterministic", grouping="fusion", fusion_threshold_bytes=1048576,
+                              fusion_cycle_s=0.0014153).replace("cluster.intra_link.latency_s", 4.484e-4)
+    return s.replace("workload.flops_per_sample", s.workload.flops_per_sample * flops_factor)
+
+
+def test_a_fused_step_shrinks_with_more_compute_by_one_buffer_less_the_later_tick_by_hand():
+    """7/6 of the FLOPs merge two buffers into one, and the step shrinks by
+    exactly that buffer's fixed cost less the later first tick.
+
+    By hand. One replica computes 6 examples in ``q = 6 f / (peak x
+    efficiency)`` seconds (4.5 ms), its backward pass ``2q/3`` (3.0 ms,
+    2.12 cycles), and the 32 tensors are ready at VGG16's per-layer FLOP
+    shares of it. Central storage sends each buffer to the host CPU and back
+    over one PCIe uplink: ``d(x) = 2 (alpha + 8 x / B)``, fixed cost ``a = 2
+    alpha`` = 0.8968 ms. The last four tensors (the classifier's, 1.041 MB,
+    ready at 1.855 and 2.108-2.120 cycles) span ticks 2 and 3 and travel as
+    two buffers; at 7/6 the compute they are ready at 2.164-2.473 cycles, all
+    in tick 3, and fit one 1 MiB buffer: 25 buffers instead of 26, every
+    other buffer the same, all in one serial chain from the first tick (the
+    step is 99 % communication). The chain's bytes are equal, so it is
+    shorter by ``a``; it starts later by the forward pass's growth ``(7/6 -
+    1) q / 3``. The step shrinks by ``a - q / 18``, the tight case of
+    :func:`physical_invariants.fusion_slack_s` (one lost tick boundary,
+    the start moved by the forward pass), whose bound here counts the three
+    tick boundaries a 3.0 ms backward pass can have, ``3 a``."""
+    s, grown = _vgg16_fused(), _vgg16_fused(7 / 6)
+    before, after = distsim.predict(s).summary.step_time_s, distsim.predict(grown).summary.step_time_s
+    d = s.cluster.device
+    q = 6 * s.workload.flops_per_sample / (d.peak_flops * d.efficiency)
+    fixed = 2 * s.cluster.intra_link.latency_s
+    # rel 1e-9: a difference of two 0.77 s sums of ~30 terms (ulps ~1e-16 s each) against 6.5e-4 s.
+    assert before - after == pytest.approx(fixed - q / 18, rel=1e-9)
+    assert inv.fusion_slack_s(s) == pytest.approx(3 * fixed, rel=1e-12)
+    # Before the mechanism was stated, this was a step_time_vs_compute violation.
+    assert inv.check_monotone(s, distsim.predict(s), inv.KNOBS[4], 7 / 6, LATENCY_FLOOR_S) == []
+
+
+def test_fusion_slack_is_zero_without_fusion_and_holds_an_unfused_step_to_monotone():
+    """Any other grouping keeps the plain invariant: the same scenario with 4 equal buckets has no slack."""
+    s = distsim.make_scenario("h100", "vgg16_224", "central_storage", devices_per_worker=8, global_batch=48,
+                              compute_distribution="deterministic", grouping="buckets", num_buckets=4)
+    assert inv.fusion_slack_s(s) == 0.0
