@@ -13,6 +13,10 @@ what a step *is*, not from the engine's code:
   compute noise, which the baseline does not share (:func:`async_bound`); backup
   workers drop the slowest replicas of every step, which one device cannot
   (:func:`backup_bound`);
+* with ``b`` backup workers and deterministic compute, a step keeps ``K =
+  N - b`` of ``N`` replicas' gradients, so efficiency <= ``K / N`` (the
+  deterministic case of :func:`backup_bound`, tight when the global batch
+  splits evenly and nothing is sent);
 * one replica that communicates with nobody runs exactly the baseline, so
   its efficiency is 1 under any noise (the baseline draws from the same
   compute distribution);
@@ -62,6 +66,7 @@ INVARIANTS: tuple[str, ...] = (
     "efficiency<=1",
     "strong_speedup<=N",
     "one_replica_efficiency=1",
+    "backup_efficiency<=K/N",
     "throughput*epoch=examples",
     "finite_positive",
     "step_time_vs_inter_bandwidth",
@@ -152,6 +157,10 @@ def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Vi
         out.append(Violation("efficiency<=1", f"efficiency={s.efficiency:.6g} with {n} replicas"))
     if s.strong_speedup > n * allowed * (1 + RTOL):
         out.append(Violation("strong_speedup<=N", f"strong_speedup={s.strong_speedup:.6g} > {n} replicas"))
+    if deterministic_backup(scenario) and s.efficiency > backup_bound(scenario, result) * (1 + RTOL):
+        out.append(Violation("backup_efficiency<=K/N", f"efficiency={s.efficiency:.9g} keeping "
+                             f"{n - scenario.training.backup_workers} of {n} replicas (bound "
+                             f"{backup_bound(scenario, result):.9g})"))
     if n == 1 and scenario.strategy.name in ALONE and not uses_ps(scenario) and abs(s.efficiency - 1) > RTOL:
         out.append(Violation("one_replica_efficiency=1", f"efficiency={s.efficiency!r} (strategy "
                              f"{scenario.strategy.name}, {scenario.training.compute_distribution} compute)"))
@@ -263,6 +272,17 @@ def backup_bound(scenario: distsim.Scenario, result: distsim.Result) -> float:
     x = np.partition(ratio * f, keep - 1, axis=1)[:, keep - 1]
     gain = 1.0 + np.sum(np.maximum(f[:, 0] - x, 0.0)) / max(float(np.sum(x)), 1e-300)
     return keep / n * float(np.sum(run)) / (n * float(np.sum(base))) * gain
+
+
+def deterministic_backup(scenario: distsim.Scenario) -> bool:
+    """Synchronous backup workers under deterministic compute: :func:`backup_bound` is then ``K / N`` for even
+    splits. Derivation: every factor is 1, so the device of :func:`backup_bound`'s argument
+    keeps its own compute wherever the ``K``-th fastest replica holds a full replica batch
+    (``X_k = 1``), and efficiency is at most ``(K / N) (E_run / (N E_base)) steps / sum_k X_k``:
+    ``K / N`` when every replica holds ``b_0`` examples (then ``E_run = N E_base`` and every ``X_k = 1``).
+    Uneven splits give a smaller ``K``-th replica batch, hence a bound the uneven ``X_k`` raise."""
+    return bool(scenario.training.backup_workers) and not is_async(scenario) and \
+        scenario.training.compute_distribution == "deterministic"
 
 
 def _step_examples(steps: int, batch: int, per_epoch: int, epoch_total: float) -> np.ndarray:

@@ -16,6 +16,8 @@ call that rebuilds it.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import assume, HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -230,3 +232,45 @@ def test_fusion_slack_is_zero_without_fusion_and_holds_an_unfused_step_to_monoto
     s = distsim.make_scenario("h100", "vgg16_224", "central_storage", devices_per_worker=8, global_batch=48,
                               compute_distribution="deterministic", grouping="buckets", num_buckets=4)
     assert inv.fusion_slack_s(s) == 0.0
+
+
+@settings(max_examples=100, **_SETTINGS)
+@given(scenarios(distributions=("deterministic",)))
+def test_deterministic_backup_workers_keep_at_most_k_of_n(case):
+    assume(inv.deterministic_backup(case.scenario))
+    _only("backup_efficiency<=K/N", case)
+
+
+def test_deterministic_backup_efficiency_is_k_over_n_less_the_one_all_reduce_by_hand():
+    """2 CPU replicas keeping 1, 64 examples each, latency 0: both replicas
+    compute one device's step side by side (own hardware, no copy to a CPU
+    device), the step waits for replica 0 (the first dispatched), then
+    all-reduces the whole gradient over a ring of 2 (``2 (p - 1) / p x G /
+    B = G / B``), and counts 1 of 2 replicas' examples. So the step is the
+    baseline's ``T`` plus ``G / B`` and efficiency is ``(1 / 2) T / (T + G /
+    B)``: ``K / N`` as the link's bandwidth grows, the bound tight."""
+    kw = dict(steps=3, input_threads=64)
+    for bandwidth in (1e10, 1e14):
+        s = (distsim.make_scenario("this_machine_core", "mnist_mlp", "mirrored", devices_per_worker=2, global_batch=128,
+                                   backup_workers=1, **kw)
+             .replace("cluster.intra_link.latency_s", 0.0).replace("cluster.intra_link.bandwidth_Bps", bandwidth))
+        base = distsim.predict(distsim.make_scenario("this_machine_core", "mnist_mlp", "one_device", global_batch=64,
+                                                     **kw)).summary.step_time_s
+        result = distsim.predict(s)
+        # rel 1e-12: one quotient of step times that are sums of a few float64 terms.
+        assert result.summary.efficiency == pytest.approx(
+            0.5 * base / (base + s.workload.gradient_bytes / bandwidth), rel=1e-12)
+        assert inv.backup_bound(s, result) == 0.5
+        assert inv.check_summary(s, result) == []
+    # At 1e14 B/s the all-reduce is G / B = 4.1e-9 s of a 3.9 ms step: efficiency is K / N to 1e-6.
+    assert 0 < 0.5 - result.summary.efficiency < 2e-6
+
+
+def test_an_efficiency_above_k_over_n_with_deterministic_backups_is_a_violation():
+    """Below 1, so efficiency<=1 lets it pass; the deterministic backup bound does not."""
+    s = distsim.make_scenario("this_machine_core", "mnist_mlp", "mirrored", devices_per_worker=2, global_batch=128,
+                              steps=3, backup_workers=1)
+    result = distsim.predict(s)
+    inflated = dataclasses.replace(result, summary=dataclasses.replace(
+        result.summary, efficiency=0.51, strong_speedup=0.51 * result.summary.strong_speedup / result.summary.efficiency))
+    assert [v.invariant for v in inv.check_summary(s, inflated)] == ["backup_efficiency<=K/N"]
