@@ -381,8 +381,10 @@ def check_monotone(scenario: distsim.Scenario, result: distsim.Result, knob: Kno
         # smaller cost may take the longer step. That step stays at most its own scenario's lockstep bound
         # (every worker at every station at once, distsim.rhythm_range_s), which only grows with latency and
         # compute and only falls with bandwidth: the step may move the wrong way only inside that envelope.
+        # Under noise the envelope follows the run's own draws (lockstep_bound_s), not the mean compute.
         cheaper, longer = (scenario, t0) if knob.slower else (changed, t1)
-        if longer <= distsim.rhythm_range_s(cheaper)[1] * (1 + RTOL):
+        noisy = cheaper.training.compute_distribution != "deterministic"
+        if longer <= (lockstep_bound_s(cheaper) if noisy else distsim.rhythm_range_s(cheaper)[1]) * (1 + RTOL):
             return []
     return [Violation(knob.invariant, f"{path} {before:.6g} -> {after:.6g}: step_time_s {t0:.9g} -> {t1:.9g} "
                       f"({(t1 / t0 - 1) * 100:+.3g} %)")]
@@ -550,3 +552,73 @@ def _longest_backward_s(scenario: distsim.Scenario) -> float:
     rng = np.random.default_rng(t.seed)
     worst = max(1.0, max(float(np.max(_factors(rng, scenario, n))) for _ in range(t.steps)))
     return 2 / 3 * max(-(-t.global_batch // n) * per_example, launch) * worst
+
+
+# ------------------------------------------------------------- async envelope
+
+
+def lockstep_bound_s(scenario: distsim.Scenario) -> float:
+    """The longest mean step an asynchronous PS run may take, seconds, under
+    its own compute draws: ``max_w (1 / steps) sum_k own_wk + W (2 s + a)``.
+
+    ``own_wk`` is worker ``w``'s time outside the PS's stations in its
+    ``k``-th update (its input, host work and compute, the latencies and
+    its own link's share of the transfers), ``s`` the PS time a transfer
+    holds, ``a`` the apply, ``W`` the workers (``distsim.engines.costs``:
+    ``lockstep_step_s`` is this at the mean compute, every ``f_wk = 1``).
+
+    Derivation. Each worker has one request at the PS at a time (pull,
+    compute, push), and every station (the PS host, each direction of its
+    NIC, the apply) is FIFO, so at each of its visits in one update a worker
+    waits behind at most one request of each other worker: its ``k``-th
+    update lasts at most ``own_wk + W (2 s + a)`` (its own visits' service
+    ``2 s + a`` and ``W - 1`` others' ahead of it). Worker ``w`` has then
+    made ``steps`` updates by ``sum_k own_wk + steps W (2 s + a)``, and
+    the run, ``W x steps`` updates, ends once every worker has: the mean
+    step is at most the bound. Deterministic compute gives the lockstep
+    envelope of :func:`distsim.rhythm_range_s`; noisy compute each worker's
+    own draws, which the envelope at the mean compute does not follow (a
+    worker unlucky over its ``steps`` draws cycles slower than the mean).
+
+    Where transfers stream through a full-duplex PS NIC the prediction
+    scales the lanes' times by a documented factor (:func:`_stretch`), and
+    the bound with it.
+
+    The draws are the asynchronous engine's documented streams
+    (``distsim.engines.asyncps._ComputeTimes``, as :func:`async_bound`):
+    worker ``w``'s ``k``-th compute is ``max(c_w f_wk, min_compute_w)``,
+    with its input and host time on top (``input + host + compute``) or,
+    with prefetch, overlapping (``max(input, host + compute)``). The costs
+    are the engine's inputs (:func:`distsim.engines.costs.async_costs`),
+    not what is checked: the check is the queueing's composition."""
+    from distsim.engines.costs import async_costs
+    from distsim.mechanics.stepcosts import step_costs
+    from distsim.mechanics.strategies import plan
+
+    costs = async_costs(step_costs(scenario), plan(scenario))
+    workers, steps = scenario.num_replicas, scenario.training.steps
+    parts = costs.worker_parts(workers)
+    mean = np.asarray(parts["compute_mean_s"], dtype=float).reshape(-1, 1)
+    zero = np.zeros((workers, 1))
+    input_s, host_s, least = (np.asarray(parts.get(k, zero), dtype=float).reshape(-1, 1)
+                              for k in ("input_s", "host_s", "min_compute_s"))
+    f = np.array([_factors(np.random.Generator(np.random.PCG64(seq)), scenario, steps)
+                  for seq in np.random.SeedSequence(scenario.training.seed).spawn(workers)])
+    device = host_s + np.maximum(mean * f, least)
+    own = np.maximum(input_s, device) if parts.get("prefetch", True) else input_s + device
+    service, apply = float(costs.ps_service_s), float(costs.ps_apply_s)
+    links = float(costs.push_s + costs.pull_s) - 2 * service - apply
+    return (float(np.max(np.mean(own, axis=1))) + links + workers * (2 * service + apply)) * _stretch(scenario, costs)
+
+
+def _stretch(scenario: distsim.Scenario, costs) -> float:
+    """The factor the prediction applies to the FIFO lanes' times where transfers stream through a
+    full-duplex PS NIC (``distsim.engines.asyncrun.phased``: the lanes' rate at the mean compute over the
+    rate of fair sharing; the noisy log keeps its draws), else 1: the bound scales with it exactly."""
+    from distsim.engines import asyncrun
+    from distsim.engines.costs import fair_share_rate
+
+    if not costs.duplex or not asyncrun.streamed(scenario):
+        return 1.0
+    lanes = asyncrun.fifo_update_log(scenario, costs, distribution="deterministic").updates_per_s
+    return lanes / fair_share_rate(costs, scenario.num_replicas)
