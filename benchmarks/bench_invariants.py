@@ -10,7 +10,11 @@ by ``tests/scenario_strategies.py`` from a NumPy generator seeded with
   throughput x epoch, finiteness) on every scenario;
 * one monotonicity knob per scenario, in turn (``--all-knobs``: all five,
   six predictions a scenario), grown by a log-uniform factor in [1.01, 100];
-* sweep against predict on the deterministic ones.
+* sweep against predict on the deterministic ones;
+* a share of fused, communication-bound draws (``--fused-share``, default
+  0.1; :func:`fused_spec`), checked on the compute knob grown 1.01-1.5
+  times, where Horovod's ticks can merge buffers (their rows in the tables
+  say ``(fused draw)``). ``--fused-share 0`` gives the draws of before.
 
 It prints the violations per invariant and per strategy (and per compute
 distribution, which separates statistics from the rest), the draws the
