@@ -466,9 +466,12 @@ def fusion_slack_s(scenario: distsim.Scenario) -> float:
     saves at most ``A``, the largest zero-byte price of any protocol
     (``d_Q(u) + d_Q(v) - d_Q(u + v) <= d_Q(0)`` for the protocol ``Q``
     chosen at ``u + v``, each class's max of affine prices with positive
-    latencies), and splitting one never saves, so the costlier run's
-    buffers cost at least the cheaper run's less ``A`` per lost buffer
-    boundary, at most ``tensors - 1``.
+    latencies), and splitting one never saves (a sum of maxima of affine
+    functions with non-negative intercepts is subadditive; for NCCL's
+    cheaper of two such prices subadditivity is proven only where both are
+    affine, and assumed otherwise: the benchmark's fused draws test it), so
+    the costlier run's buffers cost at least the cheaper run's less ``A``
+    per lost buffer boundary, at most ``tensors - 1``.
 
     The mean step is the run's time over its steps, each step's chain end
     shrinking by at most the bound, so the mean step does too.
