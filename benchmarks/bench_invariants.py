@@ -160,8 +160,10 @@ def check_spec(item: tuple[dict, dict[str, float]]) -> dict:
     scenario = strategies.build(spec)
     name = label(scenario) + (" (fused draw)" if spec.get("fused") else "")
     out = {"name": name, "distribution": scenario.training.compute_distribution}
+    before = collections.Counter(inv.EXCUSED)
     try:
         out["found"] = check_one(scenario, factors)
+        out["excused"] = inv.EXCUSED - before
     except distsim.InputError as exc:
         out["refused"] = exc.path
     except Exception as exc:  # noqa: BLE001 - a crash is a finding, recorded with its reproducer
@@ -177,6 +179,7 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: boo
     checked: collections.Counter = collections.Counter()
     refused: collections.Counter = collections.Counter()
     crashes: list[dict] = []
+    excused: collections.Counter = collections.Counter()
     examples: dict[str, list] = collections.defaultdict(list)
     strategies.REJECTED.clear()
     items = draws(n, seed, all_knobs, fused_share)
@@ -195,6 +198,7 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: boo
             crashes.append({**outcome["crash"], "spec": spec})
             continue
         checked[name] += 1
+        excused.update(outcome.get("excused", {}))
         for violation in outcome["found"]:
             counts[violation.invariant] += 1
             by_strategy[name][violation.invariant] += 1
@@ -221,7 +225,7 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: boo
             "by_strategy": {k: dict(v) for k, v in sorted(by_strategy.items())},
             "by_distribution": {k: dict(v) for k, v in sorted(by_distribution.items())},
             "rejected_draws": {k: v for k, v in drawn.items() if k != "ok"}, "built": drawn["ok"],
-            "refused_by_predict": dict(refused), "crashes": crashes, "examples": dict(examples)}
+            "refused_by_predict": dict(refused), "crashes": crashes, "excused": dict(excused), "examples": dict(examples)}
 
 
 def table(rows: dict[str, dict], columns: tuple[str, ...], first: str) -> str:
@@ -247,6 +251,8 @@ def report(out: dict) -> str:
         lines.append(f"refused by predict, by field: {out['refused_by_predict']}")
     lines += ["", "violations per invariant:"]
     lines += [f"  {name:32s} {out['violations'].get(name, 0):7,}" for name in inv.INVARIANTS]
+    lines += ["", "steps that moved the wrong way within a stated mechanism's derived bound:"]
+    lines += [f"  {name:60s} {count:7,}" for name, count in sorted(out.get("excused", {}).items())] or ["  none"]
     lines += ["", "violations per strategy (checked scenarios in brackets):"]
     rows = {f"{k} [{out['checked'].get(k, 0)}]": out["by_strategy"].get(k, {}) for k in sorted(out["checked"])}
     lines += [table(rows, inv.INVARIANTS, "strategy"), "", "violations per compute distribution:",
