@@ -10,7 +10,11 @@ by ``tests/scenario_strategies.py`` from a NumPy generator seeded with
   throughput x epoch, finiteness) on every scenario;
 * one monotonicity knob per scenario, in turn (``--all-knobs``: all five,
   six predictions a scenario), grown by a log-uniform factor in [1.01, 100];
-* sweep against predict on the deterministic ones.
+* sweep against predict on the deterministic ones;
+* a share of fused, communication-bound draws (``--fused-share``, default
+  0.1; :func:`fused_spec`), checked on the compute knob grown 1.01-1.5
+  times, where Horovod's ticks can merge buffers (their rows in the tables
+  say ``(fused draw)``). ``--fused-share 0`` gives the draws of before.
 
 It prints the violations per invariant and per strategy (and per compute
 distribution, which separates statistics from the rest), the draws the
@@ -102,16 +106,49 @@ def shrink(spec: dict, invariant: str, factors: dict[str, float]) -> tuple[dict,
     return spec, found
 
 
-def draws(n: int, seed: int, all_knobs: bool) -> list[tuple[dict, dict[str, float]]]:
+#: Share of the draws made fused and communication-bound (:func:`fused_spec`), checked on the compute knob.
+FUSED_SHARE = 0.1
+#: Strategies whose gradients go through collectives Horovod-style fusion can group (synchronous, one process
+#: group per step).
+FUSED_STRATEGIES = ("mirrored", "central_storage", "multi_worker_mirrored")
+#: Workloads with many gradient tensors of very different sizes (VGG16's 32, ResNet-50's 161, ...).
+FUSED_WORKLOADS = tuple(w for w in strategies.WORKLOADS if strategies._TENSORS[w] >= 16)
+
+
+def fused_spec(chooser: strategies.Chooser) -> dict:
+    """A scenario where fusion's tick groups decide the step: Horovod fusion with buffers of 64 KiB to 64 MiB
+    and a cycle of 0.1-10 ms, on a slow-latency intra link (0.1-10 ms) so the buffers' fixed costs dominate.
+    The plain draws land there rarely (fusion is one grouping of four and most links are fast), so the
+    compute knob missed the non-monotone fused steps (the fusion_groups docstring's example)."""
+    spec = strategies.scenario_spec(chooser, strategies=FUSED_STRATEGIES)
+    kwargs = {k: v for k, v in spec["kwargs"].items()
+              if k not in ("num_buckets", "bytes_per_pack", "backup_workers")}
+    kwargs.update(workload=chooser.one_of(FUSED_WORKLOADS), grouping="fusion",
+                  fusion_threshold_bytes=chooser.one_of([2**16, 2**20, 2**22, 64 * 2**20]),
+                  fusion_cycle_s=chooser.log_uniform(1e-4, 1e-2))
+    latency = ("cluster.intra_link.latency_s", chooser.log_uniform(1e-4, 1e-2))
+    return {"kwargs": kwargs, "replace": [r for r in spec["replace"] if r[0] != latency[0]] + [latency]}
+
+
+def draws(n: int, seed: int, all_knobs: bool, fused_share: float = FUSED_SHARE) -> list[tuple[dict, dict[str, float]]]:
     """The ``n`` valid scenario specs and their knob factors, drawn in order from one seeded generator
-    (the same draws whatever ``--jobs``; rejected draws are counted in ``strategies.REJECTED``)."""
+    (the same draws whatever ``--jobs``; rejected draws are counted in ``strategies.REJECTED``).
+    A ``fused_share`` of them is :func:`fused_spec`, checked on the compute knob grown by 1.01-1.5 times
+    (the small growths that move a few tensors across a tick; 100x makes the step compute-bound), marked
+    ``"fused": True``."""
     rng = np.random.default_rng(seed)
     chooser = strategies.RandomChooser(rng)
     out = []
     for i in range(n):
-        spec = strategies.scenario_spec(chooser)
+        fused = fused_share > 0 and rng.random() < fused_share  # share 0: the draws of before
+        make = fused_spec if fused else strategies.scenario_spec
+        spec = make(chooser)
         while strategies.build(spec) is None:
-            spec = strategies.scenario_spec(chooser)
+            spec = make(chooser)
+        if fused:
+            spec["fused"] = True
+            out.append((spec, {inv.KNOBS[4].invariant: float(np.exp(rng.uniform(np.log(1.01), np.log(1.5))))}))
+            continue
         knobs = inv.KNOBS if all_knobs else (inv.KNOBS[i % len(inv.KNOBS)],)
         out.append((spec, {k.invariant: float(np.exp(rng.uniform(np.log(1.01), np.log(100.0)))) for k in knobs}))
     return out
@@ -121,9 +158,12 @@ def check_spec(item: tuple[dict, dict[str, float]]) -> dict:
     """One drawn scenario checked: its label, distribution and violations, or why it was not checked."""
     spec, factors = item
     scenario = strategies.build(spec)
-    out = {"name": label(scenario), "distribution": scenario.training.compute_distribution}
+    name = label(scenario) + (" (fused draw)" if spec.get("fused") else "")
+    out = {"name": name, "distribution": scenario.training.compute_distribution}
+    before = collections.Counter(inv.EXCUSED)
     try:
         out["found"] = check_one(scenario, factors)
+        out["excused"] = inv.EXCUSED - before
     except distsim.InputError as exc:
         out["refused"] = exc.path
     except Exception as exc:  # noqa: BLE001 - a crash is a finding, recorded with its reproducer
@@ -131,16 +171,18 @@ def check_spec(item: tuple[dict, dict[str, float]]) -> dict:
     return out
 
 
-def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: bool, jobs: int = 1) -> dict:
+def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: bool, jobs: int = 1,
+        fused_share: float = FUSED_SHARE) -> dict:
     counts: collections.Counter = collections.Counter()
     by_strategy: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     by_distribution: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     checked: collections.Counter = collections.Counter()
     refused: collections.Counter = collections.Counter()
     crashes: list[dict] = []
+    excused: collections.Counter = collections.Counter()
     examples: dict[str, list] = collections.defaultdict(list)
     strategies.REJECTED.clear()
-    items = draws(n, seed, all_knobs)
+    items = draws(n, seed, all_knobs, fused_share)
     drawn = collections.Counter(strategies.REJECTED)  # before checking and shrinking build more
     pool = multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else None
     outcomes = pool.imap(check_spec, items, chunksize=8) if pool else map(check_spec, items)
@@ -156,6 +198,7 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: boo
             crashes.append({**outcome["crash"], "spec": spec})
             continue
         checked[name] += 1
+        excused.update(outcome.get("excused", {}))
         for violation in outcome["found"]:
             counts[violation.invariant] += 1
             by_strategy[name][violation.invariant] += 1
@@ -176,12 +219,13 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: boo
                 small, found = shrink(e["spec"], e["invariant"], e["factors"])
                 if found is not None:
                     e.update(spec=small, detail=found.detail, shrunk=True)
-    return {"n": n, "seed": seed, "all_knobs": all_knobs, "jobs": jobs, "checked": dict(checked),
+    return {"n": n, "seed": seed, "all_knobs": all_knobs, "jobs": jobs, "fused_share": fused_share,
+            "checked": dict(checked),
             "violations": dict(counts),
             "by_strategy": {k: dict(v) for k, v in sorted(by_strategy.items())},
             "by_distribution": {k: dict(v) for k, v in sorted(by_distribution.items())},
             "rejected_draws": {k: v for k, v in drawn.items() if k != "ok"}, "built": drawn["ok"],
-            "refused_by_predict": dict(refused), "crashes": crashes, "examples": dict(examples)}
+            "refused_by_predict": dict(refused), "crashes": crashes, "excused": dict(excused), "examples": dict(examples)}
 
 
 def table(rows: dict[str, dict], columns: tuple[str, ...], first: str) -> str:
@@ -207,6 +251,8 @@ def report(out: dict) -> str:
         lines.append(f"refused by predict, by field: {out['refused_by_predict']}")
     lines += ["", "violations per invariant:"]
     lines += [f"  {name:32s} {out['violations'].get(name, 0):7,}" for name in inv.INVARIANTS]
+    lines += ["", "steps that moved the wrong way within a stated mechanism's derived bound:"]
+    lines += [f"  {name:60s} {count:7,}" for name, count in sorted(out.get("excused", {}).items())] or ["  none"]
     lines += ["", "violations per strategy (checked scenarios in brackets):"]
     rows = {f"{k} [{out['checked'].get(k, 0)}]": out["by_strategy"].get(k, {}) for k in sorted(out["checked"])}
     lines += [table(rows, inv.INVARIANTS, "strategy"), "", "violations per compute distribution:",
@@ -232,13 +278,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes checking scenarios (default 1); "
                         "the draws and counts do not depend on it")
+    parser.add_argument("--fused-share", type=float, default=FUSED_SHARE,
+                        help=f"share of fused, communication-bound draws checked on compute (default {FUSED_SHARE})")
     args = parser.parse_args(argv)
+    if not 0 <= args.fused_share <= 1:
+        parser.error(f"--fused-share={args.fused_share}; allowed: a number from 0 to 1")
     if args.n < 1:
         parser.error(f"--n={args.n}; allowed: an integer >= 1")
     if args.jobs < 1:
         parser.error(f"--jobs={args.jobs}; allowed: an integer >= 1")
     start = time.perf_counter()
-    out = run(args.n, args.seed, args.all_knobs, not args.no_progress, not args.no_shrink, args.jobs)
+    out = run(args.n, args.seed, args.all_knobs, not args.no_progress, not args.no_shrink, args.jobs,
+              args.fused_share)
     out["wall_s"] = round(time.perf_counter() - start, 1)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))

@@ -13,6 +13,10 @@ what a step *is*, not from the engine's code:
   compute noise, which the baseline does not share (:func:`async_bound`); backup
   workers drop the slowest replicas of every step, which one device cannot
   (:func:`backup_bound`);
+* with ``b`` backup workers and deterministic compute, a step keeps ``K =
+  N - b`` of ``N`` replicas' gradients, so efficiency <= ``K / N`` (the
+  deterministic case of :func:`backup_bound`, tight when the global batch
+  splits evenly and nothing is sent);
 * one replica that communicates with nobody runs exactly the baseline, so
   its efficiency is 1 under any noise (the baseline draws from the same
   compute distribution);
@@ -22,7 +26,10 @@ what a step *is*, not from the engine's code:
   exception: two or more asynchronous workers' FIFO queues at the PS can
   lock into a slower rhythm with a faster link, a shorter latency or less
   compute, never slower than that scenario's lockstep bound
-  (``distsim/engines/asyncps.py``; :func:`distsim.rhythm_range_s`);
+  (``distsim/engines/asyncps.py``; :func:`distsim.rhythm_range_s`); and
+  Horovod's fusion buffers follow where the tensors' ready times fall between
+  cycle ticks, so more compute can merge two buffers into one and save a
+  collective's fixed cost, never more than :func:`fusion_slack_s`;
 * throughput x epoch time is the epoch's examples, to within the one
   partial global batch an epoch may end on; with several workers' own
   streams (FILE, OFF) its last batches may spread over several partial
@@ -36,6 +43,7 @@ what a step *is*, not from the engine's code:
 
 from __future__ import annotations
 
+import collections
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -59,6 +67,7 @@ INVARIANTS: tuple[str, ...] = (
     "efficiency<=1",
     "strong_speedup<=N",
     "one_replica_efficiency=1",
+    "backup_efficiency<=K/N",
     "throughput*epoch=examples",
     "finite_positive",
     "step_time_vs_inter_bandwidth",
@@ -68,6 +77,11 @@ INVARIANTS: tuple[str, ...] = (
     "step_time_vs_compute",
     "sweep=predict",
 )
+
+
+#: How often a stated mechanism let a step move the wrong way, by mechanism (counted by :func:`check_monotone`,
+#: reported by ``benchmarks/bench_invariants.py``): evidence that the draws reach it.
+EXCUSED: collections.Counter = collections.Counter()
 
 
 @dataclass(frozen=True)
@@ -149,6 +163,10 @@ def check_summary(scenario: distsim.Scenario, result: distsim.Result) -> list[Vi
         out.append(Violation("efficiency<=1", f"efficiency={s.efficiency:.6g} with {n} replicas"))
     if s.strong_speedup > n * allowed * (1 + RTOL):
         out.append(Violation("strong_speedup<=N", f"strong_speedup={s.strong_speedup:.6g} > {n} replicas"))
+    if deterministic_backup(scenario) and s.efficiency > backup_bound(scenario, result) * (1 + RTOL):
+        out.append(Violation("backup_efficiency<=K/N", f"efficiency={s.efficiency:.9g} keeping "
+                             f"{n - scenario.training.backup_workers} of {n} replicas (bound "
+                             f"{backup_bound(scenario, result):.9g})"))
     if n == 1 and scenario.strategy.name in ALONE and not uses_ps(scenario) and abs(s.efficiency - 1) > RTOL:
         out.append(Violation("one_replica_efficiency=1", f"efficiency={s.efficiency!r} (strategy "
                              f"{scenario.strategy.name}, {scenario.training.compute_distribution} compute)"))
@@ -262,6 +280,17 @@ def backup_bound(scenario: distsim.Scenario, result: distsim.Result) -> float:
     return keep / n * float(np.sum(run)) / (n * float(np.sum(base))) * gain
 
 
+def deterministic_backup(scenario: distsim.Scenario) -> bool:
+    """Synchronous backup workers under deterministic compute: :func:`backup_bound` is then ``K / N`` for even
+    splits. Derivation: every factor is 1, so the device of :func:`backup_bound`'s argument
+    keeps its own compute wherever the ``K``-th fastest replica holds a full replica batch
+    (``X_k = 1``), and efficiency is at most ``(K / N) (E_run / (N E_base)) steps / sum_k X_k``:
+    ``K / N`` when every replica holds ``b_0`` examples (then ``E_run = N E_base`` and every ``X_k = 1``).
+    Uneven splits give a smaller ``K``-th replica batch, hence a bound the uneven ``X_k`` raise."""
+    return bool(scenario.training.backup_workers) and not is_async(scenario) and \
+        scenario.training.compute_distribution == "deterministic"
+
+
 def _step_examples(steps: int, batch: int, per_epoch: int, epoch_total: float) -> np.ndarray:
     """Examples of each of ``steps`` steps cycling through epochs of ``per_epoch`` steps: full batches, then
     the rest of ``epoch_total`` (at least 1, at most a batch)."""
@@ -350,14 +379,20 @@ def check_monotone(scenario: distsim.Scenario, result: distsim.Result, knob: Kno
     wrong = t1 < t0 * (1 - RTOL) if knob.slower else t1 > t0 * (1 + RTOL)
     if not wrong:
         return []
+    if knob.invariant == "step_time_vs_compute" and t0 - t1 <= fusion_slack_s(scenario) + RTOL * t0:
+        EXCUSED["fusion buffers merged (fusion_slack_s)"] += 1
+        return []  # the stated mechanism: a fused step merged buffers (fusion_slack_s bounds what that saves)
     if is_async(scenario) and scenario.num_replicas >= 2:
         # The stated mechanism (distsim/engines/asyncps.py docstring): FIFO queues at the PS lock into a
         # rhythm, and a cheaper transfer or compute can change who waits behind whom, so the run with the
         # smaller cost may take the longer step. That step stays at most its own scenario's lockstep bound
         # (every worker at every station at once, distsim.rhythm_range_s), which only grows with latency and
         # compute and only falls with bandwidth: the step may move the wrong way only inside that envelope.
+        # Under noise the envelope follows the run's own draws (lockstep_bound_s), not the mean compute.
         cheaper, longer = (scenario, t0) if knob.slower else (changed, t1)
-        if longer <= distsim.rhythm_range_s(cheaper)[1] * (1 + RTOL):
+        noisy = cheaper.training.compute_distribution != "deterministic"
+        if longer <= (lockstep_bound_s(cheaper) if noisy else distsim.rhythm_range_s(cheaper)[1]) * (1 + RTOL):
+            EXCUSED["async FIFO rhythm" + (", noisy (lockstep_bound_s)" if noisy else " (rhythm_range_s)")] += 1
             return []
     return [Violation(knob.invariant, f"{path} {before:.6g} -> {after:.6g}: step_time_s {t0:.9g} -> {t1:.9g} "
                       f"({(t1 / t0 - 1) * 100:+.3g} %)")]
@@ -394,3 +429,207 @@ def check_sweep(scenario: distsim.Scenario, result: distsim.Result) -> list[Viol
         if not abs(a - b) <= RTOL * scale:
             bad.append(f"{name}: sweep {a:.9g}, predict {b:.9g}")
     return [Violation("sweep=predict", "; ".join(bad))] if bad else []
+
+
+# -------------------------------------------------------------------- fusion
+
+
+def fusion_slack_s(scenario: distsim.Scenario) -> float:
+    """The most a step of ``scenario`` may shrink, seconds, when its compute
+    per example grows (0 unless Horovod fusion groups the gradients).
+
+    The stated mechanism (``distsim/mechanics/gradients.py``,
+    ``fusion_groups``; Horovod's ``RunLoopOnce`` in
+    ``horovod/common/operations.cc`` sleeps to the next cycle start, and
+    ``Controller::FuseResponses`` in ``controller.cc`` fills a buffer while
+    ``tensor_size + new_tensor_size <= threshold``): a tensor travels in the
+    buffer of the first cycle tick at or after it is ready, a tick's tensors
+    filling buffers next-fit. With more compute the ticks fall elsewhere in
+    the backward pass, and two tick groups can merge into one, with fewer
+    buffers, each saving a collective's fixed cost.
+
+    Derivation. Let ``d(x)`` be one collective's push of ``x`` bytes. The
+    last collective ends at ``max_g (launch_g + sum_{j >= g} d_j)`` (one at a
+    time, in order). Take the maximizing suffix ``S`` of the cheaper run,
+    starting at tensor ``i``. (1) Its launch, tensor ``i``'s tick, comes no
+    later in the costlier run: readiness is a max-plus function of compute,
+    and ticks are counted from the last replica's forward end, which grows
+    no more than a later point of the same backward pass (replicas that
+    share CPU cores compute one after another: there, allow one cycle
+    ``c``). (2) When ``d`` is affine on ``[0, G]`` (``d(x) = a + b x``,
+    ``G`` the gradient's bytes), the suffix's durations are ``a`` times its
+    buffer count plus ``b`` times its bytes, and the costlier run's buffers
+    holding ``S``'s tensors are no fewer than the cheaper run's less the
+    tick boundaries of ``S`` the costlier run lost: next-fit over two
+    concatenated groups uses at least the two groups' buffers less one
+    (the second group's first items fit in the first's last buffer, the
+    rest is next-fit afresh), and next-fit over a group is no more than
+    over its pieces. The cheaper run's tensors are ready within ``B`` of
+    the first tick, ``B`` its longest backward pass, so its ticks are at
+    most ``ceil(B / c) + 1`` and its tick boundaries at most ``ceil(B /
+    c)``: the step shrinks by at most ``a ceil(B / c)``, and by at most
+    ``a (tensors - 1)`` (one buffer per tensor at most). (3) For any other
+    ``d`` (a step class priced ``max(a1 + x / b1, a2 + x / b2)`` over two
+    link classes, or NCCL's cheaper of two protocols): merging two buffers
+    saves at most ``A``, the largest zero-byte price of any protocol
+    (``d_Q(u) + d_Q(v) - d_Q(u + v) <= d_Q(0)`` for the protocol ``Q``
+    chosen at ``u + v``, each class's max of affine prices with positive
+    latencies), and splitting one never saves (a sum of maxima of affine
+    functions with non-negative intercepts is subadditive; for NCCL's
+    cheaper of two such prices subadditivity is proven only where both are
+    affine, and assumed otherwise: the benchmark's fused draws test it), so
+    the costlier run's buffers cost at least the cheaper run's less ``A``
+    per lost buffer boundary, at most ``tensors - 1``.
+
+    The mean step is the run's time over its steps, each step's chain end
+    shrinking by at most the bound, so the mean step does too.
+    ``B = 2/3 max(b0 s f, launch)``: the largest replica batch ``b0``,
+    ``s`` seconds per example (``compute_s_per_sample``, else
+    ``flops_per_sample / (peak_flops x efficiency)``, over the cores a CPU
+    replica uses; the straggler's when fewer), ``f`` the largest compute
+    factor of the run's draws (the timeline's documented stream,
+    :func:`backup_bound`) and ``launch`` the compute's floor, the other
+    replicas' kernel launches (``distsim/engines/steady.py``, RULES.md rule
+    16)."""
+    t = scenario.training
+    if t.grouping != "fusion" or t.backup_workers or is_async(scenario):
+        return 0.0
+    prices = _push_prices(scenario)
+    if not prices:
+        return 0.0
+    g = float(scenario.workload.gradient_bytes)
+    w = scenario.workload
+    tensors = len(w.tensor_params) or w.num_gradient_tensors
+    fixed = max(price(0.0) for price in prices)
+    lost = tensors - 1
+    if _affine(prices, g):
+        lost = min(lost, math.ceil(_longest_backward_s(scenario) / t.fusion_cycle_s))
+    return fixed * lost + (t.fusion_cycle_s if _shares_cores(scenario) else 0.0)
+
+
+def _push_prices(scenario: distsim.Scenario) -> list[Callable[[float], float]]:
+    """One collective's push of ``x`` bytes as the engine prices it, one
+    function per protocol it chooses from (NCCL: LL and Simple, the cheaper
+    taken; ``distsim.mechanics.communication.Communication.time_s``, whose
+    host-CPU paths ignore the protocol). The price of one collective is an
+    input of the step here, not what is checked: the check is how fusion
+    composes the prices."""
+    from distsim.engines.steady import Collectives
+    from distsim.mechanics.stepcosts import step_costs
+
+    coll = Collectives.of(scenario)
+    if coll is None:
+        return []
+    p, comm = step_costs(scenario), coll.comm
+    host_path = comm.two_level_ps or (comm.plan.algorithm == "reduce_to_one" and comm.plan.options.get("extra_root")
+                                      and comm.topology is not None)
+    if comm.protocol != "nccl" or host_path or comm.plan.algorithm is None:
+        return [lambda x: float(coll.duration_s(p, x))]
+    half = 0.5 if comm.uses_ps else 1.0  # a parameter server's push is the first of two symmetric halves
+    return [lambda x, q=q: half * float(comm._all_reduce_s(p, np.asarray(x, dtype=float), q))
+            for q in ("LL", "Simple")]
+
+
+def _affine(prices: list[Callable[[float], float]], g: float) -> bool:
+    """Whether the cheapest of ``prices`` is affine on ``[0, g]``. Each price
+    is a sum of maxima of affine functions (convex): it is affine on ``[0, g]``
+    when it meets its chord at ``g / 2``; the cheaper of two affine prices is
+    one of them throughout when the same one is cheaper at both ends."""
+    for price in prices:
+        ends = price(0.0) + price(g)
+        if not abs(2 * price(g / 2) - ends) <= RTOL * ends:
+            return False
+    at_0 = [price(0.0) for price in prices]
+    at_g = [price(g) for price in prices]
+    return int(np.argmin(at_0)) == int(np.argmin(at_g)) or len(prices) == 1
+
+
+def _shares_cores(scenario: distsim.Scenario) -> bool:
+    c = scenario.cluster
+    return c.device.kind == "cpu" and c.physical_cores is not None and c.devices_per_worker > 1
+
+
+def _longest_backward_s(scenario: distsim.Scenario) -> float:
+    """An upper bound on any replica's backward pass in any step, seconds (see :func:`fusion_slack_s`)."""
+    c, w, t = scenario.cluster, scenario.workload, scenario.training
+    per_example = w.compute_s_per_sample
+    if per_example is None:
+        per_example = w.flops_per_sample / (c.device.peak_flops * c.device.efficiency)
+    if c.device.kind == "cpu" and c.physical_cores is not None:
+        per_example /= min(c.physical_cores, c.straggler_cores or c.physical_cores)
+    tensors = len(w.tensor_params) or w.num_gradient_tensors
+    launch = (c.devices_per_worker - 1) * 4 * tensors * c.device.kernel_launch_s
+    n = scenario.num_replicas
+    rng = np.random.default_rng(t.seed)
+    worst = max(1.0, max(float(np.max(_factors(rng, scenario, n))) for _ in range(t.steps)))
+    return 2 / 3 * max(-(-t.global_batch // n) * per_example, launch) * worst
+
+
+# ------------------------------------------------------------- async envelope
+
+
+def lockstep_bound_s(scenario: distsim.Scenario) -> float:
+    """The longest mean step an asynchronous PS run may take, seconds, under
+    its own compute draws: ``max_w (1 / steps) sum_k own_wk + W (2 s + a)``.
+
+    ``own_wk`` is worker ``w``'s time outside the PS's stations in its
+    ``k``-th update (its input, host work and compute, the latencies and
+    its own link's share of the transfers), ``s`` the PS time a transfer
+    holds, ``a`` the apply, ``W`` the workers (``distsim.engines.costs``:
+    ``lockstep_step_s`` is this at the mean compute, every ``f_wk = 1``).
+
+    Derivation. Each worker has one request at the PS at a time (pull,
+    compute, push), and every station (the PS host, each direction of its
+    NIC, the apply) is FIFO, so at each of its visits in one update a worker
+    waits behind at most one request of each other worker: its ``k``-th
+    update lasts at most ``own_wk + W (2 s + a)`` (its own visits' service
+    ``2 s + a`` and ``W - 1`` others' ahead of it). Worker ``w`` has then
+    made ``steps`` updates by ``sum_k own_wk + steps W (2 s + a)``, and
+    the run, ``W x steps`` updates, ends once every worker has: the mean
+    step is at most the bound. Deterministic compute gives the lockstep
+    envelope of :func:`distsim.rhythm_range_s`; noisy compute each worker's
+    own draws, which the envelope at the mean compute does not follow (a
+    worker unlucky over its ``steps`` draws cycles slower than the mean).
+
+    Where transfers stream through a full-duplex PS NIC the prediction
+    scales the lanes' times by a documented factor (:func:`_stretch`), and
+    the bound with it.
+
+    The draws are the asynchronous engine's documented streams
+    (``distsim.engines.asyncps._ComputeTimes``, as :func:`async_bound`):
+    worker ``w``'s ``k``-th compute is ``max(c_w f_wk, min_compute_w)``,
+    with its input and host time on top (``input + host + compute``) or,
+    with prefetch, overlapping (``max(input, host + compute)``). The costs
+    are the engine's inputs (:func:`distsim.engines.costs.async_costs`),
+    not what is checked: the check is the queueing's composition."""
+    from distsim.engines.costs import async_costs
+    from distsim.mechanics.stepcosts import step_costs
+    from distsim.mechanics.strategies import plan
+
+    costs = async_costs(step_costs(scenario), plan(scenario))
+    workers, steps = scenario.num_replicas, scenario.training.steps
+    parts = costs.worker_parts(workers)
+    mean = np.asarray(parts["compute_mean_s"], dtype=float).reshape(-1, 1)
+    zero = np.zeros((workers, 1))
+    input_s, host_s, least = (np.asarray(parts.get(k, zero), dtype=float).reshape(-1, 1)
+                              for k in ("input_s", "host_s", "min_compute_s"))
+    f = np.array([_factors(np.random.Generator(np.random.PCG64(seq)), scenario, steps)
+                  for seq in np.random.SeedSequence(scenario.training.seed).spawn(workers)])
+    device = host_s + np.maximum(mean * f, least)
+    own = np.maximum(input_s, device) if parts.get("prefetch", True) else input_s + device
+    service, apply = float(costs.ps_service_s), float(costs.ps_apply_s)
+    links = float(costs.push_s + costs.pull_s) - 2 * service - apply
+    return (float(np.max(np.mean(own, axis=1))) + links + workers * (2 * service + apply)) * _stretch(scenario, costs)
+
+
+def _stretch(scenario: distsim.Scenario, costs) -> float:
+    """The factor the prediction applies to the FIFO lanes' times where transfers stream through a
+    full-duplex PS NIC (``distsim.engines.asyncrun.phased``: the lanes' rate at the mean compute over the
+    rate of fair sharing; the noisy log keeps its draws), else 1: the bound scales with it exactly."""
+    from distsim.engines import asyncrun
+    from distsim.engines.costs import fair_share_rate
+
+    if not costs.duplex or not asyncrun.streamed(scenario):
+        return 1.0
+    lanes = asyncrun.fifo_update_log(scenario, costs, distribution="deterministic").updates_per_s
+    return lanes / fair_share_rate(costs, scenario.num_replicas)
