@@ -298,13 +298,18 @@ def simulate_async(
                          "0 with engine='vectorized' (applies queue at the PS: engine='events' or 'auto')")
     duplex = Boolean()("duplex", duplex)
     ps_request_s = Number(0, ps_service_s, unit="seconds, at most ps_service_s")("ps_request_s", ps_request_s)
-    fixed = [worker_means_s(num_workers, value, name, _SECONDS, ">= 0 seconds") for name, value in
-             (("input_s", input_s), ("host_s", host_s), ("min_compute_s", min_compute_s))]
-    draws = _ComputeTimes(means, distribution, sigma, seed, *fixed, Boolean()("prefetch", prefetch))
+    draws = _checked_times(means, distribution, sigma, seed, input_s, host_s, min_compute_s, prefetch)
     if engine == "events" or (engine == "auto" and ps_service_s + ps_apply_s > 0):
         return _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s,
                                 ps_request_s if duplex else None, ps_apply_s)
     return _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s)
+
+
+def _checked_times(means, distribution, sigma, seed, input_s, host_s, min_compute_s, prefetch) -> _ComputeTimes:
+    """:class:`_ComputeTimes` with the per-worker fixed times and ``prefetch`` checked."""
+    fixed = [worker_means_s(len(means), value, name, _SECONDS, ">= 0 seconds") for name, value in
+             (("input_s", input_s), ("host_s", host_s), ("min_compute_s", min_compute_s))]
+    return _ComputeTimes(means, distribution, sigma, seed, *fixed, Boolean()("prefetch", prefetch))
 
 
 def own_time_means_s(updates_per_worker, compute_mean_s=1.0, distribution: str = "exponential", *,
@@ -316,10 +321,8 @@ def own_time_means_s(updates_per_worker, compute_mean_s=1.0, distribution: str =
     made that many updates. A worker with none gets its time at the mean
     compute."""
     means = worker_means_s(len(np.ravel(updates_per_worker)), compute_mean_s)
-    fixed = [worker_means_s(len(means), value, name, _SECONDS, ">= 0 seconds") for name, value in
-             (("input_s", input_s), ("host_s", host_s), ("min_compute_s", min_compute_s))]
-    draws = _ComputeTimes(means, stragglers.DISTRIBUTION("distribution", distribution),
-                          stragglers.SIGMA("sigma", sigma), seed, *fixed, prefetch)
+    draws = _checked_times(means, stragglers.DISTRIBUTION("distribution", distribution),
+                           stragglers.SIGMA("sigma", sigma), seed, input_s, host_s, min_compute_s, prefetch)
     at_mean = draws.mean_s()
     return np.array([float(np.mean(draws.draw(w, int(n)))) if n > 0 else at_mean[w]
                      for w, n in enumerate(np.ravel(updates_per_worker))])
