@@ -1,6 +1,6 @@
 """How much of a core a localhost worker process keeps busy during an all-reduce.
 
-Run from the repository root (about 30 s per launch on the 2-core VM)::
+Run from the repository root (about 20 s per launch on the 2-core VM: 10 launches took 3 minutes on 2026-11-27)::
 
     .venv/bin/python benchmarks/bench_collective_share.py [--rounds 5]
 
