@@ -27,10 +27,12 @@ The model, per step and per replica (all times in seconds):
   efficiency)``. Replicas on their own hardware compute side by side. CPU
   devices that share ``physical_cores`` take turns on those cores, each
   using all of them, so N logical devices on 2 cores compute no faster than
-  one device on those 2 cores. One replica's compute then hides the next
-  one's dispatch: with dispatch ``d`` and a replica's compute ``q`` on all
-  the cores, L replicas take ``L max(d, q) + min(d, q)`` (a two-stage flow
-  shop).
+  one device on those 2 cores. The host's dispatch needs those cores too,
+  so dispatch and compute take turns, replica after replica: with dispatch
+  ``d`` and a replica's compute ``q`` on all the cores, L replicas take
+  ``L (d + q)``. (A flow shop, where one replica's compute hides the next
+  one's dispatch, ``L max(d, q) + min(d, q)``, is refuted on this machine:
+  ``benchmarks/bench_dispatch_overlap.py``, ``data/measurements/README.md``.)
 * **comm**: the gradient travels as the collectives of
   :mod:`distsim.mechanics.gradients` (equal buckets, one per tensor, TF2
   packs or Horovod fusion buffers), one at a time, each starting once every
@@ -342,11 +344,10 @@ def dispatch_wait_s(local, dispatch, compute, shared) -> np.ndarray:
     dispatch and ``compute`` to compute.
 
     Own hardware: the last starts after all dispatches, ``L d``. Shared cores
-    (replicas take turns): the flow shop ends at ``L max(d, q) + min(d, q)``,
-    and the last replica's own compute ``q`` is its final part.
+    (each dispatch and each compute in turn): after every dispatch and the
+    other replicas' compute, ``L d + (L - 1) q``.
     """
-    flow_end = local * np.maximum(dispatch, compute) + np.minimum(dispatch, compute)
-    return np.where(shared, flow_end - compute, local * dispatch)
+    return np.where(shared, local * dispatch + (local - 1) * compute, local * dispatch)
 
 
 def input_s(p: StepCosts, global_examples) -> np.ndarray:
@@ -388,18 +389,15 @@ def replica_candidates(p: StepCosts, global_examples, dispatch, worker=0) -> lis
     per_example, launch = seconds_per_example(p), launch_s(p)
     shared = shares_cores(p)
     candidates = []
-    ends_before = 0.0  # on shared cores: when the previous candidate's compute ends (the flow shop's E_j)
+    ends_before = 0.0  # on shared cores: when the previous candidate's compute ends
     previous = -1.0
     for j in index:
         if np.all(j == previous):
             continue  # the previous candidate again (its start, compute and end): it cannot end later
         q = np.maximum(np.clip(examples - (first + j) * chunk, 0.0, chunk) * per_example, launch)
-        # Shared cores: E_j = max over i <= j of ((i + 1) d + the compute of replicas i..j); within a block of
-        # equal compute the maximum is at one of its ends.
-        between = j - previous - 1.0
-        flow_end = np.maximum.reduce([ends_before + (between + 1) * q, (previous + 2) * dispatch + (between + 1) * q,
-                                      (j + 1) * dispatch + q])
-        flow_end = np.where(j > previous, flow_end, ends_before)  # the same replica as the previous candidate
+        # Shared cores: replicas previous+1..j (one block, compute q each) each take their dispatch, then
+        # their compute, in turn after the previous candidate's compute.
+        flow_end = np.where(j > previous, ends_before + (j - previous) * (dispatch + q), ends_before)
         start = np.where(shared, flow_end - q, (j + 1) * dispatch)
         ends_before, previous = flow_end, np.maximum(j, previous)
         candidates.append((start, q))
@@ -479,10 +477,10 @@ def _backup_critical(p: StepCosts, straggler: StepCosts | None, global_examples,
     ``(N - b)``-th to finish among all replicas (every worker's, the last
     worker's with ``straggler``'s cores), each starting as
     :func:`replica_candidates` says (own hardware: after its dispatch; shared
-    cores: also after the replica before it). A replica its host has not
-    dispatched by then updates once dispatched: ``host dispatch`` is the
-    last host's dispatch end, counted from the critical replica's host's
-    overhead end."""
+    cores: its dispatch after the compute of the replica before it). A
+    replica its host has not dispatched by then updates once dispatched:
+    ``host dispatch`` is the last dispatch end, counted from the critical
+    replica's host's overhead end."""
     workers = int(np.unique(p.num_workers).item())
     local = int(np.unique(p.devices_per_worker).item())
     examples = np.asarray(global_examples, dtype=float)
@@ -492,14 +490,12 @@ def _backup_critical(p: StepCosts, straggler: StepCosts | None, global_examples,
         q_params = straggler if straggler is not None and w == workers - 1 else p
         overhead, dispatch = host_costs_s(q_params, plan_)
         per_example, launch, shared = seconds_per_example(q_params), launch_s(q_params), shares_cores(q_params)
-        previous_end = None
+        previous_end = 0.0
         for j in range(local):
             q = np.maximum(np.clip(examples - (w * local + j) * chunk, 0.0, chunk) * per_example, launch)
-            start = (j + 1) * dispatch
-            if previous_end is not None:
-                start = np.where(shared, np.maximum(start, previous_end), start)
+            start = np.where(shared, previous_end + dispatch, (j + 1) * dispatch)
             previous_end = start + q
-            columns.append((overhead, start, q, overhead + local * dispatch))
+            columns.append((overhead, start, q, overhead + start))  # its dispatch ends as it starts computing
     shape = np.broadcast_shapes(*(np.shape(x) for col in columns for x in col))
     overhead, start, compute, host_end = (np.stack([np.broadcast_to(col[i], shape) for col in columns], axis=-1)
                                           for i in range(4))

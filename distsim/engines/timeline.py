@@ -200,8 +200,7 @@ class _Step:
     in_start: np.ndarray
     in_end: np.ndarray
     host_start: np.ndarray
-    dispatch_end: np.ndarray
-    compute_start: np.ndarray
+    dispatch_end: np.ndarray  # its dispatch is done and its compute starts
     forward_end: np.ndarray
     ready_end: np.ndarray  # end of each replica's backward (cut at the aggregation for dropped stragglers)
     comm_start: np.ndarray
@@ -215,20 +214,23 @@ class _Step:
         """The step restricted to the replicas (and workers) a trace shows."""
         per_worker = ("in_start", "in_end", "host_start")
         sliced = {name: getattr(self, name)[workers if name in per_worker else replicas]
-                  for name in ("in_start", "in_end", "host_start", "dispatch_end", "compute_start", "forward_end",
+                  for name in ("in_start", "in_end", "host_start", "dispatch_end", "forward_end",
                                "ready_end", "update_start", "update_end")}
         return _Step(**sliced, comm_start=self.comm_start, comm_end=self.comm_end, step_end=self.step_end, exposed_comm_s=self.exposed_comm_s)
 
 
-def _compute_starts(setup: _Setup, dispatch_end: np.ndarray, work: np.ndarray) -> np.ndarray:
-    """When each replica starts computing: at its dispatch end on its own
-    hardware; on shared cores also after the previous replica's compute."""
+def _dispatch_ends(setup: _Setup, host_start: np.ndarray, work: np.ndarray) -> np.ndarray:
+    """When the host has dispatched each replica, which then starts computing:
+    after the overhead and the dispatches of the replicas before it; on
+    shared cores the dispatch needs the cores, so each replica's comes after
+    the previous replica's compute."""
+    own = host_start[setup.worker_of] + setup.overhead_s + (setup.local_index + 1) * setup.dispatch_s
     if not setup.shared:
-        return dispatch_end
-    turn = dispatch_end.reshape(setup.workers, setup.local).copy()
-    busy = work.reshape(setup.workers, setup.local)
+        return own
+    turn = own.reshape(setup.workers, setup.local).copy()
+    busy, dispatch = (x.reshape(setup.workers, setup.local) for x in (work, setup.dispatch_s))
     for j in range(1, setup.local):
-        turn[:, j] = np.maximum(turn[:, j], turn[:, j - 1] + busy[:, j - 1])
+        turn[:, j] = turn[:, j - 1] + busy[:, j - 1] + dispatch[:, j]
     return turn.ravel()
 
 
@@ -277,10 +279,9 @@ def _simulate_step(setup: _Setup, input_s: float, batches: np.ndarray, factor: n
         dev_free = np.full(setup.replicas, prev.step_end) if setup.metric_s > 0 else prev.update_end
     in_end = in_start + input_s + (setup.fill_s if epoch_start else 0.0)
     host_start = np.maximum(in_end, dev_free.reshape(setup.workers, setup.local).max(axis=1))
-    dispatch_end = host_start[setup.worker_of] + setup.overhead_s + (setup.local_index + 1) * setup.dispatch_s
     work = np.maximum(batches * setup.per_example_s * factor, setup.launch_s)
-    compute_start = _compute_starts(setup, dispatch_end, work)
-    forward_end = compute_start + work / 3
+    dispatch_end = _dispatch_ends(setup, host_start, work)
+    forward_end = dispatch_end + work / 3
     start, end, done = _collectives(setup, forward_end, 2 * work / 3)
     last_backward = float(done.max())
     # A dropped backup replica that its host has not dispatched yet updates once dispatched.
@@ -288,7 +289,7 @@ def _simulate_step(setup: _Setup, input_s: float, batches: np.ndarray, factor: n
     update_end = update_start + setup.update_s
     step_end = float(update_end.max()) + setup.metric_s  # the metric all-reduces wait for every replica
     exposed = float(end[-1]) - last_backward if len(end) else 0.0
-    return _Step(in_start, in_end, host_start, dispatch_end, compute_start, forward_end, done, start, end,
+    return _Step(in_start, in_end, host_start, dispatch_end, forward_end, done, start, end,
                  update_start, update_end, step_end, exposed)
 
 
@@ -338,12 +339,14 @@ def _trace(setup: _Setup, steps: list[_Step], shown: np.ndarray) -> Trace:
     host = rows("host_start", worker_col)
     free = np.stack([np.full(len(shown), s.step_end) if setup.metric_s > 0 else s.update_end for s in steps])
     prev_free = np.vstack([np.zeros((1, n_rep)), free[:-1]])
-    dispatch_end, compute_start = rows("dispatch_end"), rows("compute_start")
+    dispatch_end = rows("dispatch_end")
     forward_end, done = rows("forward_end"), rows("ready_end")
     cols.add(rep_dev, "idle", prev_free, host, step_col, "wait for input")
-    cols.add(rep_dev, "idle", host, dispatch_end, step_col, "host overhead + dispatch")
-    cols.add(rep_dev, "idle", dispatch_end, compute_start, step_col, "wait for shared cores")
-    cols.add(rep_dev, "compute", compute_start, forward_end, step_col, "forward")
+    dispatch_start = dispatch_end - setup.dispatch_s[shown][None, :]
+    waiting = "host overhead, earlier replicas' dispatch" + (" and compute (shared cores)" if setup.shared else "")
+    cols.add(rep_dev, "idle", host, dispatch_start, step_col, waiting)
+    cols.add(rep_dev, "idle", dispatch_start, dispatch_end, step_col, "its dispatch")
+    cols.add(rep_dev, "compute", dispatch_end, forward_end, step_col, "forward")
     _backward_events(cols, setup, rep_dev, step_col, forward_end, done)
     update_start, update_end = rows("update_start"), rows("update_end")
     cols.add(rep_dev, "idle", done, update_start, step_col, "wait for all-reduce")

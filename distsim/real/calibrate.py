@@ -58,6 +58,7 @@ from distsim.mechanics.collectives import cost_model
 from distsim.real.env import cpu_model
 from distsim.real.launcher import SERVER_STARTED, LaunchError, Task, launch, python_module_argv
 from distsim.real.plan import WORKLOAD_MODELS, RunPlan, _model_kwargs
+from distsim.real.protocol import TINY_BATCH
 from distsim.real.experiment import run as run_experiment
 from distsim.real.tfconfig import build_tf_configs, localhost_cluster, task_name
 from distsim.scenario import Training, load_preset, write_user_preset
@@ -322,10 +323,15 @@ def fit(local_rounds: Sequence[dict], collective_rounds: Sequence[dict], ps_roun
     counts = list(first["replica_counts"])
     tiny = np.median([r["replica_step_time_s"] for r in local_rounds], axis=0)
     central = np.median([r["central_step_time_s"] for r in local_rounds], axis=0)
-    dispatch = _dispatch_slope(counts, tiny, grad_bytes, intra)
+    # On the shared cores each replica's dispatch and compute take turns
+    # (distsim.engines.steady), so a replica adds both: the slope less the
+    # tiny batch's compute is the dispatch.
+    tiny_compute = TINY_BATCH * float(slope)
+    dispatch = max(_dispatch_slope(counts, tiny, grad_bytes, intra) - tiny_compute, 0.0)
     # CentralStorage pays the variables' share of the dispatch once per step,
     # so its slope (>= 0) is the rest; the share is kept within [0, dispatch].
-    variable = max(dispatch - _dispatch_slope(counts, central, grad_bytes, intra, extra_root=True), 0.0)
+    central_dispatch = max(_dispatch_slope(counts, central, grad_bytes, intra, extra_root=True) - tiny_compute, 0.0)
+    variable = max(dispatch - central_dispatch, 0.0)
     # The intercept holds every per-step cost that does not grow with the
     # batch: the fixed overhead, one replica's dispatch and the optimizer
     # update, which the simulator adds separately (parameters x bytes /
@@ -528,8 +534,9 @@ def write_presets(cal: Calibration, directory: str | Path | None = None) -> list
         "memory_bytes": "this machine's MemTotal (/proc/meminfo)",
         "step_overhead_s": f"measured: intercept of single-replica step time vs batch, less one replica's "
                            f"dispatch and the update ({how})",
-        "replica_dispatch_s": f"measured: slope of the step time at 4 examples per replica against the device "
-                              f"count ({cal.replica_counts}), less the all-reduce ({how})",
+        "replica_dispatch_s": f"measured: slope of the step time at {TINY_BATCH} examples per replica against the "
+                              f"device count ({cal.replica_counts}), less the all-reduce and those examples' "
+                              f"compute ({how})",
         "replica_variable_s": f"measured: that slope less the same slope under CentralStorage, which keeps one "
                               f"copy of the variables ({how})",
     }

@@ -39,6 +39,7 @@ prepare_environment()
 import tensorflow as tf  # noqa: E402
 
 from distsim.real.building import configure_for_plan, run_meta, strategy_info  # noqa: E402
+from distsim.real.protocol import TINY_BATCH  # noqa: E402
 from distsim.real.env import describe_tensorflow  # noqa: E402
 from distsim.real.plan import RunPlan  # noqa: E402
 from distsim.real.runners import StepTimer  # noqa: E402
@@ -46,9 +47,6 @@ from distsim.real.scripts import FIT_SCRIPT, load_script, script_args  # noqa: E
 
 #: The training script whose model, data and fit the benchmarks time.
 SCRIPT = load_script(FIT_SCRIPT)
-
-#: Per-replica batch of the replica-count benchmark: small enough that compute is negligible.
-TINY_BATCH = 4
 
 #: Independent all-reduces per benchmark call: a MultiWorkerMirrored Keras step
 #: issues 5 (the packed gradient and 4 metric scalars).

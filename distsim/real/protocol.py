@@ -16,6 +16,10 @@ PROGRESS_PREFIX = "distsim-progress"
 #: Environment variable holding the launcher's PID; a worker dies with it.
 PARENT_PID_ENV = "DISTSIM_PARENT_PID"
 
+#: Per-replica batch of the replica-count micro-benchmark (small enough that
+#: compute is a small part of the step; the calibration subtracts it).
+TINY_BATCH = 4
+
 
 class NoTPUError(RuntimeError):
     """No TPU is attached to this runtime (raised by the worker, reported by the launcher)."""

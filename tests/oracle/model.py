@@ -12,8 +12,9 @@ Synchronous training (:func:`sync_step_times`), per steady.py's docstring:
 * the worker's **host** then spends ``step_overhead_s`` and dispatches its
   replicas one after another, ``replica_dispatch_s`` each (both slower on
   less than one core); a replica starts computing when its own dispatch is
-  done, and on shared CPU cores (a resource per worker) also once the
-  replica before it has finished computing;
+  done. On shared CPU cores (a resource per worker) the dispatch needs the
+  cores too: the host takes them for a replica's dispatch and hands them to
+  that replica's compute, then waits for them to dispatch the next;
 * each **replica** computes forward (1/3) and backward (2/3) of its own
   batch (sharding.py's split of the global batch) times a random factor per (step, replica) with mean 1 (stragglers.py),
   and no less than the host's launches of the worker's other replicas' kernels (RULES.md rule 16);
@@ -83,7 +84,7 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345, ep
         fill = costs.fill_s(s) if opens and step in opens and costs.prefetch(s) else 0.0
         return costs.sync_input_s(s, sizes[step]) + fill
 
-    # Replicas of a worker on shared CPU cores take turns on them (one at a time, each on all of them).
+    # On shared CPU cores the host's dispatch of a replica and that replica's compute take turns on them.
     cores = [simpy.Resource(env, capacity=1) if costs.worker_cores(s, w) is not None else None
              for w in range(workers)]
     f = factors(np.random.default_rng(seed), s, (steps, replicas))
@@ -101,21 +102,17 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345, ep
     reduced = [env.event() for _ in range(steps)]
     ends = [env.event() for _ in range(steps)]
 
-    def compute(step: int, r: int):
+    def compute(step: int, r: int, turn):
         work = max(q[step, r] * f[step, r], costs.launch_s(s))
-        pool = cores[r // local]
-        turn = pool.request() if pool is not None else None
-        if turn is not None:
-            yield turn
         yield env.timeout(work / 3)
         for k in range(k_buckets):
             yield env.timeout(work * 2 / 3 / k_buckets)
             ready[step][k][r].succeed()
         if turn is not None:
-            pool.release(turn)
+            cores[r // local].release(turn)
 
-    def replica(step: int, r: int):
-        computing = env.process(compute(step, r))
+    def replica(step: int, r: int, turn):
+        computing = env.process(compute(step, r, turn))
         # A dropped straggler stops when the kept replicas' gradients are summed.
         yield env.any_of([computing, reduced[step]]) if kept < replicas and has_comm else computing
         if has_comm:
@@ -159,8 +156,11 @@ def sync_step_times(s: Scenario, steps: int | None = None, seed: int = 12345, ep
             overhead, dispatch = costs.host_costs_s(s, w)
             yield env.timeout(overhead)
             for j in range(local):
+                turn = cores[w].request() if cores[w] is not None else None
+                if turn is not None:
+                    yield turn  # held through this replica's dispatch and compute
                 yield env.timeout(dispatch)
-                env.process(replica(step, w * local + j))
+                env.process(replica(step, w * local + j, turn))
 
     updated = [[env.event() for _ in range(replicas)] for _ in range(steps)]
     for step in range(steps):

@@ -21,6 +21,7 @@ from distsim.real.calibrate import (
     fit_link,
     workload_preset_name,
 )
+from distsim.real.protocol import TINY_BATCH
 from distsim.scenario import PRESET_DIR_ENV, load_preset, make_scenario
 from distsim.validation import InputError
 
@@ -57,10 +58,12 @@ def test_fit_recovers_overhead_dispatch_slope_and_request_from_synthetic_rounds(
     update = 101770 * OPTIMIZER_BYTES_PER_PARAM / memory
     intra, inter = (3e-5, 4e10), (1.5e-3, 3e8)
     batches, sizes, counts = [16, 64, 256], [4096, 2**20, 2**22], [1, 2, 3, 4]
-    tiny = [overhead + n * dispatch + update + PS_BATCH * per_example
+    # On shared cores each replica's dispatch and its tiny batch's compute take turns: n (d + q).
+    q = TINY_BATCH * per_example
+    tiny = [overhead + n * (dispatch + q) + update
             + (_link("reduce_to_one", n, grad, *intra, False) if n > 1 else 0.0) for n in counts]
     # CentralStorage: the variables' share once per step, the rest per replica, and its own reduce.
-    central = [overhead + variable + n * (dispatch - variable) + update + PS_BATCH * per_example
+    central = [overhead + variable + n * (dispatch - variable + q) + update
                + (_link("reduce_to_one", n, grad, *intra, False, extra_root=True) if n > 1 else 0.0)
                for n in counts]
     local = {
