@@ -333,7 +333,8 @@ def test_a_noisy_run_beyond_its_lockstep_is_refused_not_returned_inverted():
                                compute_distribution="exponential", seed=836508292)
          .replace("cluster.inter_link.stack_bandwidth_Bps", 34482038.68849743)
          .replace("workload.compute_s_per_sample", 0.0029577364613581625))
-    assert distsim.predict(s).summary.step_time_s > inv.lockstep_bound_s(s) * 1.01
+    # 209.8 against 207.7 ms, 1.0 % over: 0.5 % asks for more than rounding, less than the gap.
+    assert distsim.predict(s).summary.step_time_s > inv.lockstep_bound_s(s) * 1.005
     with pytest.raises(distsim.InputError, match=r"^training\.compute_distribution='exponential'; allowed: .*"
                                                  r"took 0\.209773 s a step, its lockstep 0\.207667 s"):
         distsim.rhythm_range_s(s)
