@@ -212,6 +212,20 @@ def test_lockstep_is_every_worker_at_every_ps_station_at_once():
     assert lockstep_step_s(costs, 3) == pytest.approx(0.148, rel=1e-12)
 
 
+def test_deterministic_rhythms_are_the_mean_compute_lockstep_to_the_last_bit():
+    # Lockstep over the run's own draws must leave deterministic compute as it was: the values before it
+    # (commit e20b09d), by hand in ms. k80, 4 in-process workers (one PS server): compute 4.00744, own link
+    # and latencies push + pull - 2 s - a = 0.497788 + 0.375664 - 2 x 0.325664 - 0.122124 = 0.1, and the
+    # server holds the 4 workers 4 x (2 x 0.325664 + 0.122124) = 3.093808: 7.20125. Exact equality: the
+    # lab case's lockstep priced through the draws (all factors 1) differs in its last bit (...122).
+    k80 = make_scenario("k80", "mnist_mlp", "parameter_server", num_workers=4, steps=9)
+    assert rhythm_range_s(k80) == (0.005447856382405295, 0.007201250160183067)
+    # The lab, 3 workers at 200 Mbit/s, the last on 0.3 cores: its compute 12.4742 (the others' 5.6134) sets
+    # lockstep, + 0.2 of latencies + 3 x (2 x 17.025390 + 0.122124) = 115.1929.
+    lab = lab_scenario("parameter_server", 3, 200, steps=20, straggler_cores=0.3, hardware=_builtin())
+    assert rhythm_range_s(lab) == (0.05256225634469875, 0.11519292185530124)
+
+
 def test_one_worker_has_one_rhythm_and_more_workers_predict_between_turns_and_lockstep():
     # The event engine (turns), the closed form (lockstep) and the prediction (MVA for streamed messages)
     # are three computations; with nobody to queue with they must agree: the 1 % is the engine's compute

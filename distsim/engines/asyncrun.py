@@ -46,7 +46,7 @@ PHASE_CAVEAT = (
 def phase_caveat(scenario: Scenario, costs: AsyncCosts, fifo: asyncps.UpdateLog) -> str:
     """:data:`PHASE_CAVEAT`, the message rule of this scenario's own link (:func:`message_rule`) and its
     two rhythms (:func:`rhythm_range_s`; ``fifo`` is its event-engine log) where two or more workers
-    queue at a full-duplex PS NIC, else ``""``."""
+    queue at a full-duplex PS NIC, else ``""``. Raises :class:`InputError` where :func:`rhythm_range_s` does."""
     if not (costs.duplex and scenario.num_replicas >= 2):
         return ""
     turns, lockstep = _rhythms(scenario, costs, fifo)
@@ -77,7 +77,7 @@ def _seconds(t: float) -> str:
 
 def rhythm_range_s(scenario: Scenario) -> tuple[float, float]:
     """Step times (seconds, ``workers`` updates) of an asynchronous PS scenario in
-    its two rhythms: ``(turns, lockstep)``.
+    its two rhythms: ``(turns, lockstep)``, turns <= lockstep.
 
     *Turns* is the event engine's FIFO lanes, where each NIC direction and
     the PS host serve one transfer at a time, so workers fall into a
@@ -88,6 +88,34 @@ def rhythm_range_s(scenario: Scenario) -> tuple[float, float]:
     own link) comes on top (:func:`lockstep_step_s`). A prediction lies
     between them; real runs fall anywhere in between, and a little below
     turns where the model's per-transfer costs run high (``data/measurements/README.md``).
+
+    Under noisy compute (``training.compute_distribution`` not
+    ``"deterministic"``) both rhythms are of the run's own draws: turns is
+    the engine's run of them, and lockstep takes each worker's mean own time
+    over its first ``training.steps`` draws (:func:`asyncps.own_time_means_s`),
+    the slowest of them with the stations' ``W (2 s + a)`` as at the mean
+    (``W`` workers, ``s`` the PS time of a transfer, ``a`` the apply). At the
+    mean compute the slowest worker may be luckier than its draws, and a noisy
+    run can take longer than that lockstep (24 workers, 6 exponential updates
+    each: 122.3 s against 120.2 s; 131.2 s over the draws).
+
+    Why turns <= lockstep: a worker has one request at the PS at a time and
+    every station is FIFO, so at each of its visits it waits behind at most
+    one request of each other worker. Where none of those is longer than its
+    own there, its ``k``-th update lasts at most ``own_k + W (2 s + a)``,
+    each worker has made ``steps`` updates by ``sum_k own_k + steps W (2 s + a)``
+    (hence the first ``steps`` draws, not the updates each made: a fast
+    worker made more), and the run, ``W steps`` updates, has ended by then.
+
+    That proviso can fail: a request can wait behind a longer one. On a PS
+    that serves transfers and applies on one server (not full duplex) a
+    transfer can wait behind other workers' applies or an apply behind their
+    transfers; on a full-duplex PS a pull's host request behind another's
+    push request with its apply. In 20,000 random runs of the event engine
+    (``benchmarks/bench_rhythm.py``) it failed only on one server under noise
+    (12 runs, the worst 22 % over); where it does, this raises
+    :class:`InputError` on ``training.compute_distribution`` rather than
+    return an inverted range.
     """
     plan_ = plan(require_scenario(scenario))
     if plan_.mode != "async":
@@ -96,9 +124,30 @@ def rhythm_range_s(scenario: Scenario) -> tuple[float, float]:
     return _rhythms(scenario, costs, fifo_update_log(scenario, costs))
 
 
+#: Relative slack of ``turns <= lockstep``: with one worker (nobody to queue behind) they are equal in exact
+#: arithmetic, and the engine's float sums of the same durations differ from the closed form's in the last
+#: bits (7e-16 relative seen); 1e-9 is far above that and far below any cost a scenario prices.
+_RHYTHM_RTOL = 1e-9
+
+
 def _rhythms(scenario: Scenario, costs: AsyncCosts, fifo: asyncps.UpdateLog) -> tuple[float, float]:
-    """``(turns, lockstep)`` seconds per step, turns from the event engine's log ``fifo``."""
-    return scenario.num_replicas / fifo.updates_per_s, lockstep_step_s(costs, scenario.num_replicas)
+    """``(turns, lockstep)`` seconds per step, turns from the event engine's log ``fifo``, lockstep over
+    the run's own draws (:func:`rhythm_range_s`).
+
+    Raises:
+        InputError: at ``training.compute_distribution`` where turns exceed lockstep.
+    """
+    t, workers = scenario.training, scenario.num_replicas
+    outside = None if t.compute_distribution == "deterministic" else asyncps.own_time_means_s(
+        np.full(workers, t.steps), distribution=t.compute_distribution, sigma=t.compute_sigma, seed=t.seed,
+        **costs.worker_parts(workers))
+    turns, lockstep = workers / fifo.updates_per_s, lockstep_step_s(costs, workers, outside)
+    if turns > lockstep * (1 + _RHYTHM_RTOL):
+        raise InputError("training.compute_distribution", t.compute_distribution,
+                         f"a distribution whose run stays within its lockstep; this one's FIFO run took "
+                         f"{turns:.6g} s a step, its lockstep {lockstep:.6g} s: a request waited behind other "
+                         "workers' longer ones at the PS (distsim.rhythm_range_s)")
+    return turns, lockstep
 
 
 def _update_log(scenario: Scenario, costs: AsyncCosts) -> asyncps.UpdateLog:

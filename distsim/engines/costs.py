@@ -207,18 +207,24 @@ def ps_apply_s(p: StepCosts, num_ps) -> np.ndarray:
     return p.num_params * p.optimizer_bytes_per_param / host_Bps / num_ps
 
 
-def lockstep_step_s(costs: AsyncCosts, workers: int) -> float:
+def lockstep_step_s(costs: AsyncCosts, workers: int, outside_s=None) -> float:
     """Seconds per cycle (one update from each worker) when all ``workers``
     visit every PS station together: each station then holds them for
     ``workers`` times its per-update demand (the NIC's bytes each way and the
-    host's two requests and the apply: two PS services and an apply), and the slowest worker's own time is added."""
-    return float(np.max(_own_s(costs, workers))) + workers * float(2 * costs.ps_service_s + costs.ps_apply_s)
+    host's two requests and the apply: two PS services and an apply), and the slowest worker's own time is added.
+
+    ``outside_s``: each worker's mean time outside its transfers (compute, input, host), seconds; default: at
+    the mean compute (``worker_compute_s``). Under noisy compute, a run's own draws give each worker its mean
+    over them (:func:`asyncps.own_time_means_s`), and the slowest worker over its draws sets the lockstep of
+    that run (:func:`distsim.engines.asyncrun.rhythm_range_s`), which can exceed the one at the mean."""
+    return float(np.max(_own_s(costs, workers, outside_s))) + workers * float(2 * costs.ps_service_s + costs.ps_apply_s)
 
 
-def _own_s(costs: AsyncCosts, workers: int) -> np.ndarray:
-    """Each worker's time per update outside the PS's stations: compute, latencies, its own link."""
-    return costs.worker_compute_s(workers) + float(costs.push_s + costs.pull_s - 2 * costs.ps_service_s
-                                                   - costs.ps_apply_s)
+def _own_s(costs: AsyncCosts, workers: int, outside_s=None) -> np.ndarray:
+    """Each worker's time per update outside the PS's stations: compute (``outside_s``, default at the
+    mean: ``worker_compute_s``), latencies, its own link."""
+    outside = costs.worker_compute_s(workers) if outside_s is None else np.asarray(outside_s, dtype=float)
+    return outside + float(costs.push_s + costs.pull_s - 2 * costs.ps_service_s - costs.ps_apply_s)
 
 
 def fair_share_rate(costs: AsyncCosts, workers: int, outside_s=None) -> float:
