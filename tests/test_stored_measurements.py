@@ -25,6 +25,7 @@ MEASUREMENTS = Path(__file__).resolve().parents[1] / "data" / "measurements"
 NETWORK = sorted(MEASUREMENTS.glob("bench_network_*.json"))
 REAL = sorted(MEASUREMENTS.glob("bench_real_*.json"))
 SHARE = sorted(MEASUREMENTS.glob("collective_share_*.json"))
+OVERLAP = sorted(MEASUREMENTS.glob("dispatch_overlap_*.json"))
 #: Records fitted from this date on take the tiny batch's compute out of the dispatch (fit() since 2026-11-27).
 DISPATCH_TURNS_FROM = "2026-11-27T09"
 REREPORT = "stale: run `python scripts/rereport_measurements.py` and commit the rewritten JSONs"
@@ -32,6 +33,7 @@ REREPORT = "stale: run `python scripts/rereport_measurements.py` and commit the 
 bench_network = load("bench_network")
 bench_real = load("bench_real")
 bench_collective_share = load("bench_collective_share")
+bench_dispatch_overlap = load("bench_dispatch_overlap")
 
 
 def _same(stored, now, path="summary"):
@@ -53,8 +55,8 @@ def _same(stored, now, path="summary"):
 
 def test_every_stored_json_is_a_known_benchmark():
     # A new kind of stored file needs its own re-evaluation below (and in scripts/rereport_measurements.py).
-    assert set(MEASUREMENTS.glob("*.json")) == set(NETWORK) | set(REAL) | set(SHARE)
-    assert len(NETWORK) >= 4 and len(REAL) >= 6 and len(SHARE) >= 1
+    assert set(MEASUREMENTS.glob("*.json")) == set(NETWORK) | set(REAL) | set(SHARE) | set(OVERLAP)
+    assert len(NETWORK) >= 4 and len(REAL) >= 6 and len(SHARE) >= 1 and len(OVERLAP) >= 1
 
 
 @pytest.mark.parametrize("path", NETWORK, ids=lambda p: p.stem)
@@ -89,6 +91,24 @@ def test_collective_share_bound_by_hand():
                 {"placement": "pinned", "allreduce_s": {"4": 1.0 * pinned_factor[0], "8": 2.0 * pinned_factor[1]}}]
     assert bench_collective_share.summarize(rounds((1.0, 2.0)))["u_at_most"] == 1.0
     assert bench_collective_share.summarize(rounds((0.7, 0.9)))["u_at_most"] == 0.5
+
+
+@pytest.mark.parametrize("path", OVERLAP, ids=lambda p: p.stem)
+def test_dispatch_overlap_summary_matches_its_rounds(path):
+    stored = json.loads(path.read_text())
+    now = bench_dispatch_overlap.summarize(stored["rounds"])
+    _same({k: stored[k] for k in now}, now)
+
+
+def test_dispatch_overlap_summary_by_hand():
+    # Two rounds of 2 batches x counts (1, 2, 4); medians of two values are their means.
+    rounds = [{"batches": [16, 1024], "counts": [1, 2, 4], "step_s": [[1.0, 2.0, 4.0], [5.0, 6.0, 8.0]]},
+              {"batches": [16, 1024], "counts": [1, 2, 4], "step_s": [[3.0, 4.0, 6.0], [7.0, 8.0, 10.0]]}]
+    s = bench_dispatch_overlap.summarize(rounds)
+    assert s["extra_s"] == {"2": [1.0, 1.0], "4": [3.0, 3.0]}
+    assert s["dispatch_s_at_smallest_batch"] == {"2": 1.0, "4": 1.0}
+    # one device: 6 - 2 = 4 s more compute at the largest batch, shared by 2 or 4 replicas
+    assert s["replica_compute_s_at_largest_batch"] == {"2": 2.0, "4": 1.0}
 
 
 @pytest.mark.parametrize("path", [p for p in REAL if "replica_variable_s" in json.loads(p.read_text())["calibration"]],
