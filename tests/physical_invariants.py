@@ -570,26 +570,63 @@ def _longest_backward_s(scenario: distsim.Scenario) -> float:
 
 def lockstep_bound_s(scenario: distsim.Scenario) -> float:
     """The longest mean step an asynchronous PS run may take, seconds, under
-    its own compute draws: ``max_w (1 / steps) sum_k own_wk + W (2 s + a)``.
+    its own compute draws: ``max_w (1 / steps) sum_k own_wk + W (2 s + a)
+    + (W - 1) (2 s + a) / steps``, times the stretch of streamed transfers.
 
     ``own_wk`` is worker ``w``'s time outside the PS's stations in its
     ``k``-th update (its input, host work and compute, the latencies and
-    its own link's share of the transfers), ``s`` the PS time a transfer
-    holds, ``a`` the apply, ``W`` the workers (``distsim.engines.costs``:
-    ``lockstep_step_s`` is this at the mean compute, every ``f_wk = 1``).
+    its own link's share of the transfers: ``c_wk + pull_s + push_s - 2 s
+    - a``), ``s`` the PS time a transfer holds, ``a`` the apply, ``W`` the
+    workers, ``steps`` the updates per worker (the run is ``N = W steps``
+    updates and its mean step ``T / steps``, ``T`` its last apply). The
+    first two terms are :func:`own_draws_lockstep_s`, every worker at every
+    station at once; the third is what FIFO queueing can add to it.
 
-    Derivation. Each worker has one request at the PS at a time (pull,
-    compute, push), and every station (the PS host, each direction of its
-    NIC, the apply) is FIFO, so at each of its visits in one update a worker
-    waits behind at most one request of each other worker: its ``k``-th
-    update lasts at most ``own_wk + W (2 s + a)`` (its own visits' service
-    ``2 s + a`` and ``W - 1`` others' ahead of it). Worker ``w`` has then
-    made ``steps`` updates by ``sum_k own_wk + steps W (2 s + a)``, and
-    the run, ``W x steps`` updates, ends once every worker has: the mean
-    step is at most the bound. Deterministic compute gives the lockstep
-    envelope of :func:`distsim.rhythm_range_s`; noisy compute each worker's
-    own draws, which the envelope at the mean compute does not follow (a
-    worker unlucky over its ``steps`` draws cycles slower than the mean).
+    The stations (``distsim.engines.asyncps._simulate_events``). One server
+    (``ps_cluster="in_process"`` or a link that is not full duplex) serves a
+    worker's pull (``s``), its push (``s``) and its apply (``a``). Full
+    duplex: the host serves a pull's request (``h = ps_request_s``) and a
+    push's request with its apply (``h + a``), each NIC direction the bytes
+    (``b = s - h``): ``2 h + a + 2 b = 2 s + a`` of service per update in
+    either case. ``num_ps`` shards are modelled as one shard's stations
+    with its share (``s`` and ``a`` are per shard): the bound is of that.
+
+    Three facts of that engine the proof uses, read from its code, not
+    called here. (1) A worker has at most one request at the whole PS at a
+    time: its push is asked for after its pull is served, its apply after
+    its push's bytes are in, its next pull when its apply ends. (2) Every
+    station books a request when it arrives, ``start = max(t, free)``, so a
+    waiting request sees its station busy without a gap until it starts,
+    with requests booked before it: by (1), other workers'. (3) A pull
+    ends at ``max(t + pull_s, start + ...)`` and a push's bytes at
+    ``max(t + push_s - a - h, start + b)``, and ``pull_s >= s``, ``push_s
+    >= s + a`` (``async_costs``: the link is at least a shard's service,
+    the apply is part of a push): an update of worker ``w`` lasts at most
+    ``own_wk + 2 s + a`` plus its waits, and a partly done one has taken at
+    most that much of it with its waits so far.
+
+    Derivation. Let ``n_u`` be the updates worker ``u`` has applied before
+    ``T``: ``sum_u n_u <= N - 1``, so some ``w`` has ``n_w <= steps - 1``.
+    By ``T`` it has done ``n_w`` updates and part of one more, so
+    ``T <= sum_{k <= n_w + 1} own_wk + (n_w + 1)(2 s + a) + waits_w``
+    (3). Its waits at a station are disjoint spans in which that station
+    serves other workers (2), so they add up to at most the service the
+    others had by ``T`` at all stations: each ``u`` its ``n_u`` updates and
+    part of the next (by (1) never more), ``(n_u + 1)(2 s + a)``. Then
+    ``T <= sum_{k <= steps} own_wk + (sum_u n_u + W)(2 s + a)
+    <= steps max_w mean_k own_wk + (W steps + W - 1)(2 s + a)``; divide by
+    ``steps``. One worker waits for nobody and meets it exactly; with more,
+    ``(W - 1)(2 s + a) / steps`` is the others' updates under way at ``T``.
+
+    The earlier bound, ``W (2 s + a)`` alone, assumed a worker waits at
+    each visit behind one request of each other worker no longer than its
+    own there: on one server an apply waits behind transfers, and 7 workers
+    with 3 exponential updates took 209.8 ms a step against its 207.7 ms
+    (``tests/test_invariants.py``).
+
+    Assumption: times within the engine's ``INSTANT`` (1e-12 relative) are
+    one instant, where it may start a request up to that much early; the
+    tests' ``RTOL`` is far above it.
 
     Where transfers stream through a full-duplex PS NIC the prediction
     scales the lanes' times by a documented factor (:func:`_stretch`), and
@@ -602,6 +639,27 @@ def lockstep_bound_s(scenario: distsim.Scenario) -> float:
     with prefetch, overlapping (``max(input, host + compute)``). The costs
     are the engine's inputs (:func:`distsim.engines.costs.async_costs`),
     not what is checked: the check is the queueing's composition."""
+    costs, own_mean, links, per_update = _own_draws_terms(scenario)
+    workers, steps = scenario.num_replicas, scenario.training.steps
+    queued = (workers - 1) * per_update / steps
+    return (own_mean + links + workers * per_update + queued) * _stretch(scenario, costs)
+
+
+def own_draws_lockstep_s(scenario: distsim.Scenario) -> float:
+    """The lockstep rhythm of an asynchronous PS run over its own draws,
+    seconds a step, unstretched: every worker at every PS station at once,
+    ``max_w mean_k own_wk + W (2 s + a)`` (terms as in
+    :func:`lockstep_bound_s`). A physical rhythm, not a bound: FIFO
+    queueing can exceed it (:func:`lockstep_bound_s`). Deterministic
+    compute gives the mean compute's lockstep (``distsim.rhythm_range_s``);
+    noisy compute each worker's mean over its first ``steps`` draws."""
+    _, own_mean, links, per_update = _own_draws_terms(scenario)
+    return own_mean + links + scenario.num_replicas * per_update
+
+
+def _own_draws_terms(scenario: distsim.Scenario):
+    """``(costs, max_w mean_k own_wk less the links, links, 2 s + a)`` of an asynchronous PS scenario,
+    seconds; ``links = push_s + pull_s - 2 s - a``."""
     from distsim.engines.costs import async_costs
     from distsim.mechanics.stepcosts import step_costs
     from distsim.mechanics.strategies import plan
@@ -619,7 +677,7 @@ def lockstep_bound_s(scenario: distsim.Scenario) -> float:
     own = np.maximum(input_s, device) if parts.get("prefetch", True) else input_s + device
     service, apply = float(costs.ps_service_s), float(costs.ps_apply_s)
     links = float(costs.push_s + costs.pull_s) - 2 * service - apply
-    return (float(np.max(np.mean(own, axis=1))) + links + workers * (2 * service + apply)) * _stretch(scenario, costs)
+    return costs, float(np.max(np.mean(own, axis=1))), links, 2 * service + apply
 
 
 def _stretch(scenario: distsim.Scenario, costs) -> float:
