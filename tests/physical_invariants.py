@@ -388,7 +388,9 @@ def check_monotone(scenario: distsim.Scenario, result: distsim.Result, knob: Kno
         # smaller cost may take the longer step. That step stays at most its own scenario's lockstep bound
         # (every worker at every station at once, distsim.rhythm_range_s), which only grows with latency and
         # compute and only falls with bandwidth: the step may move the wrong way only inside that envelope.
-        # Under noise the envelope follows the run's own draws (lockstep_bound_s), not the mean compute.
+        # Under noise the envelope is lockstep_bound_s, derived from the engine's stations over the run's own
+        # draws: their lockstep plus the others' updates under way at the end, (W - 1)(2 s + a) / steps, as a
+        # noisy run can queue behind longer requests and exceed the lockstep rhythm itself.
         cheaper, longer = (scenario, t0) if knob.slower else (changed, t1)
         noisy = cheaper.training.compute_distribution != "deterministic"
         if longer <= (lockstep_bound_s(cheaper) if noisy else distsim.rhythm_range_s(cheaper)[1]) * (1 + RTOL):
