@@ -599,13 +599,15 @@ def lockstep_bound_s(scenario: distsim.Scenario) -> float:
     its push's bytes are in, its next pull when its apply ends. (2) Every
     station books a request when it arrives, ``start = max(t, free)``, so a
     waiting request sees its station busy without a gap until it starts,
-    with requests booked before it: by (1), other workers'. (3) A pull
-    ends at ``max(t + pull_s, start + ...)`` and a push's bytes at
-    ``max(t + push_s - a - h, start + b)``, and ``pull_s >= s``, ``push_s
-    >= s + a`` (``async_costs``: the link is at least a shard's service,
-    the apply is part of a push): an update of worker ``w`` lasts at most
-    ``own_wk + 2 s + a`` plus its waits, and a partly done one has taken at
-    most that much of it with its waits so far.
+    with requests booked before it: by (1), other workers'. (3) Asked for
+    at ``t``, a pull ends at ``max(t + pull_s, start + b)`` (``start`` its
+    last station's, after the host's ``h`` with full duplex; one server:
+    ``h = 0``, ``b = s``), a push's bytes are in at ``max(t + push_s - a -
+    h, start + b)`` and its apply ends ``h + a`` after it starts; and
+    ``pull_s >= s``, ``push_s >= s + a`` (``async_costs``: the link is at
+    least a shard's service, the apply is part of a push). So an update of
+    worker ``w`` lasts at most ``own_wk + 2 s + a`` plus its waits, and a
+    partly done one has taken at most that much of it with its waits so far.
 
     Derivation. Let ``n_u`` be the updates worker ``u`` has applied before
     ``T``: ``sum_u n_u <= N - 1``, so some ``w`` has ``n_w <= steps - 1``.

@@ -390,7 +390,9 @@ def test_one_async_worker_takes_exactly_its_lockstep_bound_under_noise():
 
 @settings(max_examples=100, **_SETTINGS)
 @given(scenarios(strategies=("parameter_server",), distributions=("exponential", "lognormal")))
-def test_a_noisy_async_step_stays_within_its_own_draws_lockstep(case):
+def test_a_noisy_async_step_stays_within_its_own_draws_bound(case):
+    """The prediction (stretched where transfers stream) is at most ``lockstep_bound_s``, derived from
+    the engine's stations: the own draws' lockstep plus ``(W - 1)(2 s + a) / steps``."""
     assume(inv.is_async(case.scenario))
     try:
         step = distsim.predict(case.scenario).summary.step_time_s
