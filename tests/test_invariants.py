@@ -357,9 +357,9 @@ def test_a_noisy_run_beyond_its_lockstep_is_refused_not_returned_inverted():
 @given(scenarios(strategies=("parameter_server",), distributions=("exponential", "lognormal")))
 def test_a_noisy_rhythm_range_is_ordered_its_lockstep_the_own_draws_one_and_its_run_bounded(case):
     """Lockstep is the tests' own draws' lockstep (``own_draws_lockstep_s``: every worker at every
-    station at once), the FIFO run (turns, unstretched: ``rhythm_range_s`` is of the event engine's
-    lanes) stays within ``lockstep_bound_s`` with its stretch divided out, and the range is ordered,
-    or refused where the run exceeds that lockstep."""
+    station at once), the FIFO run (turns: ``rhythm_range_s`` is of the event engine's lanes,
+    unstretched) stays within ``fifo_bound_s``, and the range is ordered, or refused where the run
+    exceeds that lockstep."""
     assume(inv.is_async(case.scenario))
     s = case.scenario
     try:
@@ -367,15 +367,13 @@ def test_a_noisy_rhythm_range_is_ordered_its_lockstep_the_own_draws_one_and_its_
     except distsim.InputError as error:
         assume("cluster.device.memory_bytes" not in str(error))
         assert str(error).startswith("training.compute_distribution=")
-        costs = async_costs(step_costs(s), plan(s))
-        turns, lockstep = s.num_replicas / asyncrun.fifo_update_log(s, costs).updates_per_s, None
+        turns = s.num_replicas / asyncrun.fifo_update_log(s, async_costs(step_costs(s), plan(s))).updates_per_s
         assert turns > inv.own_draws_lockstep_s(s) * (1 + inv.RTOL)
     else:
         assert turns <= lockstep * (1 + inv.RTOL)  # inv.RTOL: one worker has turns == lockstep in exact arithmetic
         # rel 1e-12: the tests' own draws of the streams (not the engine's) and the same terms in another order.
         assert lockstep == pytest.approx(inv.own_draws_lockstep_s(s), rel=1e-12)
-        costs = async_costs(step_costs(s), plan(s))
-    assert turns <= inv.lockstep_bound_s(s) / inv._stretch(s, costs) * (1 + inv.RTOL)
+    assert turns <= inv.fifo_bound_s(s) * (1 + inv.RTOL)
 
 
 def test_one_async_worker_takes_exactly_its_lockstep_bound_under_noise():
