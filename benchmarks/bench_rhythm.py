@@ -8,7 +8,7 @@ pull = s, 70 % of runs) or a random latency. It prints, for each kind of server 
 runs and those whose turns exceed ``max_w mean_k own_wk + links + W (2 s + a)`` over each worker's first
 ``steps`` draws, the lockstep ``rhythm_range_s`` prices, and the largest ratio of the two; and the
 largest ratio of turns to the bound derived from the stations, which adds ``(W - 1)(2 s + a) / steps``
-(``tests/physical_invariants.py::lockstep_bound_s``).
+(``tests/physical_invariants.py::fifo_bound_s``).
 
 2026-11-27, seed 3, 20,000 runs: 12 exceeded it, all on one server under noise (the worst by 22 %, 7
 workers, one exponential update each); none with deterministic compute or a full-duplex PS. None

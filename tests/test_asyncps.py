@@ -272,7 +272,7 @@ def test_only_the_compute_is_random():
 def test_a_queued_run_exceeds_its_lockstep_rhythm_but_never_the_stations_bound():
     """300 random event-engine runs (2-8 workers, 1-3 noisy updates each, one server or full duplex,
     the workers' own links adding nothing: push = s + a, pull = s). The mean step is at most the
-    bound ``tests/physical_invariants.py::lockstep_bound_s`` derives from the stations,
+    bound ``tests/physical_invariants.py::fifo_bound_s`` derives from the stations,
     ``max_w mean_k own_wk + W (2 s + a) + (W - 1)(2 s + a) / steps``; the lockstep rhythm alone
     (without the last term, the tests' bound before) is exceeded in 2 of them (one server, where an
     apply waits behind other workers' transfers). Each worker's own times are its compute draws,

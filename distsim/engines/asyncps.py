@@ -47,7 +47,7 @@ shrinks with bandwidth: the envelope is monotone, the rhythm inside it is
 not (``tests/physical_invariants.py``). That envelope is observed, not
 proven: under noise a request can wait behind other workers' longer ones
 and a run exceed it; what the stations guarantee is ``(W - 1)(2 s + a) /
-steps`` more (``tests/physical_invariants.py::lockstep_bound_s``). In 150 random asynchronous
+steps`` more (``tests/physical_invariants.py::fifo_bound_s``). In 150 random asynchronous
 scenarios with the link 1.1, 2 and 10 times faster, 11 of 450 steps grew,
 by at most 5.2 % (16 workers), none beyond the faster link's lockstep step;
 with several shards a step grew by 10.9 % (32 workers, 3 shards), still

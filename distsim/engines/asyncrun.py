@@ -120,7 +120,7 @@ def rhythm_range_s(scenario: Scenario) -> tuple[float, float]:
     over). What holds in every run is a bound, not a rhythm: turns exceed
     lockstep by at most ``(W - 1)(2 s + a) / steps``, the others' updates
     under way at the run's end (``tests/physical_invariants.py``,
-    ``lockstep_bound_s``, derived from the engine's stations). Where turns
+    ``fifo_bound_s``, derived from the engine's stations). Where turns
     exceed lockstep this raises :class:`InputError` on
     ``training.compute_distribution`` rather than return an inverted range;
     :func:`distsim.predict` says it in its caveat instead (:func:`phase_caveat`).
