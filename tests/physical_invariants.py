@@ -388,7 +388,9 @@ def check_monotone(scenario: distsim.Scenario, result: distsim.Result, knob: Kno
         # smaller cost may take the longer step. That step stays at most its own scenario's lockstep bound
         # (every worker at every station at once, distsim.rhythm_range_s), which only grows with latency and
         # compute and only falls with bandwidth: the step may move the wrong way only inside that envelope.
-        # Under noise the envelope follows the run's own draws (lockstep_bound_s), not the mean compute.
+        # Under noise the envelope is lockstep_bound_s, derived from the engine's stations over the run's own
+        # draws: their lockstep plus the others' updates under way at the end, (W - 1)(2 s + a) / steps, as a
+        # noisy run can queue behind longer requests and exceed the lockstep rhythm itself.
         cheaper, longer = (scenario, t0) if knob.slower else (changed, t1)
         noisy = cheaper.training.compute_distribution != "deterministic"
         if longer <= (lockstep_bound_s(cheaper) if noisy else distsim.rhythm_range_s(cheaper)[1]) * (1 + RTOL):
@@ -570,30 +572,91 @@ def _longest_backward_s(scenario: distsim.Scenario) -> float:
 
 def lockstep_bound_s(scenario: distsim.Scenario) -> float:
     """The longest mean step an asynchronous PS run may take, seconds, under
-    its own compute draws: ``max_w (1 / steps) sum_k own_wk + W (2 s + a)``.
+    its own compute draws: ``max_w (1 / steps) sum_k own_wk + W (2 s + a)
+    + (W - 1) (2 s + a) / steps`` (:func:`fifo_bound_s`), or where transfers
+    stream through a full-duplex NIC the fair-sharing bound below.
 
     ``own_wk`` is worker ``w``'s time outside the PS's stations in its
     ``k``-th update (its input, host work and compute, the latencies and
-    its own link's share of the transfers), ``s`` the PS time a transfer
-    holds, ``a`` the apply, ``W`` the workers (``distsim.engines.costs``:
-    ``lockstep_step_s`` is this at the mean compute, every ``f_wk = 1``).
+    its own link's share of the transfers: ``c_wk + pull_s + push_s - 2 s
+    - a``), ``s`` the PS time a transfer holds, ``a`` the apply, ``W`` the
+    workers, ``steps`` the updates per worker (the run is ``N = W steps``
+    updates and its mean step ``T / steps``, ``T`` its last apply). The
+    first two terms are :func:`own_draws_lockstep_s`, every worker at every
+    station at once; the third is what FIFO queueing can add to it.
 
-    Derivation. Each worker has one request at the PS at a time (pull,
-    compute, push), and every station (the PS host, each direction of its
-    NIC, the apply) is FIFO, so at each of its visits in one update a worker
-    waits behind at most one request of each other worker: its ``k``-th
-    update lasts at most ``own_wk + W (2 s + a)`` (its own visits' service
-    ``2 s + a`` and ``W - 1`` others' ahead of it). Worker ``w`` has then
-    made ``steps`` updates by ``sum_k own_wk + steps W (2 s + a)``, and
-    the run, ``W x steps`` updates, ends once every worker has: the mean
-    step is at most the bound. Deterministic compute gives the lockstep
-    envelope of :func:`distsim.rhythm_range_s`; noisy compute each worker's
-    own draws, which the envelope at the mean compute does not follow (a
-    worker unlucky over its ``steps`` draws cycles slower than the mean).
+    The stations (``distsim.engines.asyncps._simulate_events``). One server
+    (``ps_cluster="in_process"`` or a link that is not full duplex) serves a
+    worker's pull (``s``), its push (``s``) and its apply (``a``). Full
+    duplex: the host serves a pull's request (``h = ps_request_s``) and a
+    push's request with its apply (``h + a``), each NIC direction the bytes
+    (``b = s - h``): ``2 h + a + 2 b = 2 s + a`` of service per update in
+    either case. ``num_ps`` shards are modelled as one shard's stations
+    with its share (``s`` and ``a`` are per shard): the bound is of that.
 
-    Where transfers stream through a full-duplex PS NIC the prediction
-    scales the lanes' times by a documented factor (:func:`_stretch`), and
-    the bound with it.
+    Three facts of that engine the proof uses, read from its code, not
+    called here. (1) A worker has at most one request at the whole PS at a
+    time: its push is asked for after its pull is served, its apply after
+    its push's bytes are in, its next pull when its apply ends. (2) Every
+    station books a request when it arrives, ``start = max(t, free)``, so a
+    waiting request sees its station busy without a gap until it starts,
+    with requests booked before it: by (1), other workers'. (3) Asked for
+    at ``t``, a pull ends at ``max(t + pull_s, start + b)`` (``start`` its
+    last station's, after the host's ``h`` with full duplex; one server:
+    ``h = 0``, ``b = s``), a push's bytes are in at ``max(t + push_s - a -
+    h, start + b)`` and its apply ends ``h + a`` after it starts; and
+    ``pull_s >= s``, ``push_s >= s + a`` (``async_costs``: the link is at
+    least a shard's service, the apply is part of a push). So an update of
+    worker ``w`` lasts at most ``own_wk + 2 s + a`` plus its waits, and a
+    partly done one has taken at most that much of it with its waits so far.
+
+    Derivation. Let ``n_u`` be the updates worker ``u`` has applied before
+    ``T``: ``sum_u n_u <= N - 1``, so some ``w`` has ``n_w <= steps - 1``.
+    By ``T`` it has done ``n_w`` updates and part of one more, so
+    ``T <= sum_{k <= n_w + 1} own_wk + (n_w + 1)(2 s + a) + waits_w``
+    (3). Its waits at a station are disjoint spans in which that station
+    serves other workers (2), so they add up to at most the service the
+    others had by ``T`` at all stations: each ``u`` its ``n_u`` updates and
+    part of the next (by (1) never more), ``(n_u + 1)(2 s + a)``. Then
+    ``T <= sum_{k <= steps} own_wk + (sum_u n_u + W)(2 s + a)
+    <= steps max_w mean_k own_wk + (W steps + W - 1)(2 s + a)``; divide by
+    ``steps``. One worker waits for nobody and meets it exactly; with more,
+    ``(W - 1)(2 s + a) / steps`` is the others' updates under way at ``T``.
+
+    The earlier bound, ``W (2 s + a)`` alone, assumed a worker waits at
+    each visit behind one request of each other worker no longer than its
+    own there: on one server an apply waits behind transfers, and 7 workers
+    with 3 exponential updates took 209.8 ms a step against its 207.7 ms
+    (``tests/test_invariants.py``).
+
+    Assumption: times within the engine's ``INSTANT`` (1e-12 relative) are
+    one instant, where it may start a request up to that much early; the
+    tests' ``RTOL`` is far above it.
+
+    Where transfers stream through a full-duplex PS NIC
+    (``asyncrun.streamed``) the prediction is not that FIFO run:
+    ``asyncrun.phased`` sets its rate to fair sharing's, exact mean-value
+    analysis (``asyncps.fair_share_updates_per_s``) of the ``W`` workers,
+    each with a delay ``Z_w`` (its class's mean time outside the stations
+    over the draws each made, plus the links), cycling through stations of
+    demands ``b``, ``b`` and ``2 h + a``. There a class's residence at
+    station ``k`` is ``D_k (1 + Q_k)`` with ``Q_k`` the queues of the other
+    ``W - 1`` workers, which add up to at most ``W - 1``: a cycle lasts at
+    most ``Z_w + 2 s + a + (W - 1) max(b, 2 h + a)``, and the mean step,
+    ``W`` over the workers' summed rates, at most the longest cycle.
+    ``Z_w`` is the mean of ``w``'s first ``n_w`` own times, ``n_w`` its
+    updates in the FIFO run (none: its time at the mean compute), which the
+    run's end ``T`` brackets without the engine: ``T`` is at least some
+    worker's first ``steps`` updates, ``min_u sum_{k <= steps} (own_uk + 2 s
+    + a)``, and at most ``steps`` times the FIFO bound; ``w`` made at most
+    the ``n`` with ``sum_{k <= n} (own_wk + 2 s + a) <= T``, and at least
+    those that end before ``T`` even behind every other worker's service,
+    ``sum_{k <= n} own_wk + (n + N + W - 2)(2 s + a)`` (the derivation
+    above). ``Z_w`` is then at most the largest mean over that range
+    (:func:`shared_bound_s`). Looser than the FIFO bound where the range
+    reaches the first few draws; the bound times the lanes' stretch at the
+    mean compute, as here before, was no bound: the noisy log is stretched
+    to its own draws' rate.
 
     The draws are the asynchronous engine's documented streams
     (``distsim.engines.asyncps._ComputeTimes``, as :func:`async_bound`):
@@ -602,34 +665,94 @@ def lockstep_bound_s(scenario: distsim.Scenario) -> float:
     with prefetch, overlapping (``max(input, host + compute)``). The costs
     are the engine's inputs (:func:`distsim.engines.costs.async_costs`),
     not what is checked: the check is the queueing's composition."""
+    from distsim.engines import asyncrun
+
+    costs = _costs(scenario)
+    return shared_bound_s(scenario) if costs.duplex and asyncrun.streamed(scenario) else fifo_bound_s(scenario)
+
+
+def fifo_bound_s(scenario: distsim.Scenario) -> float:
+    """The longest mean step of an asynchronous PS scenario's FIFO run (the
+    event engine's lanes, unstretched), seconds: :func:`own_draws_lockstep_s`
+    plus ``(W - 1)(2 s + a) / steps`` (derivation: :func:`lockstep_bound_s`)."""
+    costs = _costs(scenario)
+    links, per_update = _station_terms(costs)
+    workers, steps = scenario.num_replicas, scenario.training.steps
+    own = float(np.max(np.mean(_own_draws(scenario, costs, steps), axis=1)))
+    return own + links + workers * per_update + (workers - 1) * per_update / steps
+
+
+def shared_bound_s(scenario: distsim.Scenario) -> float:
+    """The longest mean step where transfers share a full-duplex PS NIC fairly, seconds:
+    ``max_w Z_w + 2 s + a + (W - 1) max(b, 2 h + a)`` (derivation: :func:`lockstep_bound_s`), ``Z_w`` the
+    largest mean of worker ``w``'s first ``n`` own times (links included) over the counts ``n`` its FIFO
+    run may have made, or its time at the mean compute where that may be none."""
+    costs = _costs(scenario)
+    links, per_update = _station_terms(costs)
+    workers, steps, request = scenario.num_replicas, scenario.training.steps, float(costs.ps_request_s)
+    updates = workers * steps
+    own = _own_draws(scenario, costs, updates) + links
+    n = np.arange(1, updates + 1)
+    least = np.cumsum(own + per_update, axis=1)  # the least time worker w takes for its first n updates
+    # Counts the FIFO run may have given (its end T: at least some worker's first `steps` updates, at most
+    # steps x fifo_bound_s): n was done by T only if least(n) <= T; before T for sure if even with every
+    # other worker's service ahead, (N - 2 + W) (2 s + a), the n updates end before T could.
+    most = np.sum(least <= steps * fifo_bound_s(scenario) * (1 + RTOL), axis=1)
+    surely = np.sum(np.cumsum(own, axis=1) + (n + updates + workers - 2) * per_update
+                    < float(np.min(least[:, steps - 1])) * (1 - RTOL), axis=1)
+    prefix_means = np.cumsum(own, axis=1) / n
+    at_mean = _own_draws(scenario, costs, 1, at_mean=True)[:, 0] + links
+    delay = 0.0
+    for w, (lo, hi) in enumerate(zip(surely, most)):
+        if hi >= max(lo, 1):
+            delay = max(delay, float(np.max(prefix_means[w, max(lo, 1) - 1:hi])))
+        if lo == 0:  # it may have made none: the prediction then takes its time at the mean compute
+            delay = max(delay, float(at_mean[w]))
+    largest_demand = max(float(costs.ps_service_s) - request, 2 * request + float(costs.ps_apply_s))
+    return delay + per_update + (workers - 1) * largest_demand
+
+
+def own_draws_lockstep_s(scenario: distsim.Scenario) -> float:
+    """The lockstep rhythm of an asynchronous PS run over its own draws,
+    seconds a step, unstretched: every worker at every PS station at once,
+    ``max_w mean_k own_wk + W (2 s + a)`` (terms as in
+    :func:`lockstep_bound_s`). A physical rhythm, not a bound: FIFO
+    queueing can exceed it (:func:`lockstep_bound_s`). Deterministic
+    compute gives the mean compute's lockstep (``distsim.rhythm_range_s``);
+    noisy compute each worker's mean over its first ``steps`` draws."""
+    costs = _costs(scenario)
+    links, per_update = _station_terms(costs)
+    own = float(np.max(np.mean(_own_draws(scenario, costs, scenario.training.steps), axis=1)))
+    return own + links + scenario.num_replicas * per_update
+
+
+def _costs(scenario: distsim.Scenario):
+    """The event engine's inputs for ``scenario`` (``distsim.engines.costs.async_costs``)."""
     from distsim.engines.costs import async_costs
     from distsim.mechanics.stepcosts import step_costs
     from distsim.mechanics.strategies import plan
 
-    costs = async_costs(step_costs(scenario), plan(scenario))
-    workers, steps = scenario.num_replicas, scenario.training.steps
+    return async_costs(step_costs(scenario), plan(scenario))
+
+
+def _station_terms(costs) -> tuple[float, float]:
+    """``(links, 2 s + a)`` seconds: a worker's latencies and own link beyond the PS's service
+    (``push_s + pull_s - 2 s - a``), and the PS's service per update."""
+    service, apply = float(costs.ps_service_s), float(costs.ps_apply_s)
+    return float(costs.push_s + costs.pull_s) - 2 * service - apply, 2 * service + apply
+
+
+def _own_draws(scenario: distsim.Scenario, costs, draws: int, at_mean: bool = False) -> np.ndarray:
+    """Each worker's first ``draws`` times outside its transfers (input, host, compute; the links
+    apart), seconds, shape ``(W, draws)``; ``at_mean``: at the mean compute (every factor 1)."""
+    workers = scenario.num_replicas
     parts = costs.worker_parts(workers)
     mean = np.asarray(parts["compute_mean_s"], dtype=float).reshape(-1, 1)
     zero = np.zeros((workers, 1))
     input_s, host_s, least = (np.asarray(parts.get(k, zero), dtype=float).reshape(-1, 1)
                               for k in ("input_s", "host_s", "min_compute_s"))
-    f = np.array([_factors(np.random.Generator(np.random.PCG64(seq)), scenario, steps)
-                  for seq in np.random.SeedSequence(scenario.training.seed).spawn(workers)])
+    f = np.ones((workers, draws)) if at_mean else np.array(
+        [_factors(np.random.Generator(np.random.PCG64(seq)), scenario, draws)
+         for seq in np.random.SeedSequence(scenario.training.seed).spawn(workers)])
     device = host_s + np.maximum(mean * f, least)
-    own = np.maximum(input_s, device) if parts.get("prefetch", True) else input_s + device
-    service, apply = float(costs.ps_service_s), float(costs.ps_apply_s)
-    links = float(costs.push_s + costs.pull_s) - 2 * service - apply
-    return (float(np.max(np.mean(own, axis=1))) + links + workers * (2 * service + apply)) * _stretch(scenario, costs)
-
-
-def _stretch(scenario: distsim.Scenario, costs) -> float:
-    """The factor the prediction applies to the FIFO lanes' times where transfers stream through a
-    full-duplex PS NIC (``distsim.engines.asyncrun.phased``: the lanes' rate at the mean compute over the
-    rate of fair sharing; the noisy log keeps its draws), else 1: the bound scales with it exactly."""
-    from distsim.engines import asyncrun
-    from distsim.engines.costs import fair_share_rate
-
-    if not costs.duplex or not asyncrun.streamed(scenario):
-        return 1.0
-    lanes = asyncrun.fifo_update_log(scenario, costs, distribution="deterministic").updates_per_s
-    return lanes / fair_share_rate(costs, scenario.num_replicas)
+    return np.maximum(input_s, device) if parts.get("prefetch", True) else input_s + device

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import distsim
-from distsim.engines import asyncps
+from distsim.engines import asyncps, asyncrun
 from distsim.engines.asyncrun import rhythm_range_s
-from distsim.engines.costs import AsyncCosts, lockstep_step_s, step_costs
+from distsim.engines.costs import AsyncCosts, async_costs, lockstep_step_s, step_costs
 from distsim.mechanics.communication import Communication
 from distsim.mechanics.strategies import plan
 from distsim.real.netlab import TCP_PAYLOAD_FRACTION, lab_scenario, nic_link, wire_bound_s
@@ -251,6 +251,26 @@ def _seconds_in(caveat: str) -> list[float]:
     assert found, caveat
     a, ua, b, ub = found[0]
     return [float(a) / (1e3 if ua == "ms" else 1), float(b) / (1e3 if ub == "ms" else 1)]
+
+
+@pytest.mark.parametrize("distribution, run", [("deterministic", "this run"), ("lognormal", "this noisy run")])
+def test_a_full_duplex_run_beyond_its_lockstep_gets_a_caveat_not_an_exception(distribution, run):
+    """``predict`` must not raise on a valid scenario for the order of its rhythms. No full-duplex
+    scenario is known whose run exceeds its lockstep, so its event-engine log is slowed by hand (the
+    same updates, every time stretched until turns are 1.5 x lockstep): the caveat says the run took
+    longer, with both numbers, where ``rhythm_range_s`` refuses. Three workers of the lab at 20 Mbit/s
+    (full duplex, processes)."""
+    s = lab_scenario("parameter_server", 3, 20, steps=20, hardware=_builtin()).replace(
+        "training.compute_distribution", distribution)
+    costs = async_costs(step_costs(s), plan(s))
+    turns, lockstep = rhythm_range_s(s)
+    assert costs.duplex
+    slow = asyncrun.fifo_update_log(s, costs).stretched(1.5 * lockstep / turns)
+    caveat = asyncrun.phase_caveat(s, costs, slow)
+    assert caveat.startswith(asyncrun.PHASE_CAVEAT)
+    found = re.findall(rf"about ([\d.]+) s in lockstep, and {run} queued behind other workers' longer requests "
+                       r"and took ([\d.]+) s a step in turns, longer than its lockstep$", caveat)
+    assert [float(x) for x in found[0]] == pytest.approx([lockstep, 1.5 * lockstep], rel=0.01)  # 3 digits
 
 
 def test_rhythms_belong_to_asynchronous_parameter_servers():

@@ -44,7 +44,10 @@ compute time, 0.6999999 s then 0.7000001 s, step 2.9075 s then 2.8200 s. The ste
 scenario's lockstep rhythm (``distsim.rhythm_range_s``), every worker at
 every station at once, which only grows with latency and compute and only
 shrinks with bandwidth: the envelope is monotone, the rhythm inside it is
-not (``tests/physical_invariants.py``). In 150 random asynchronous
+not (``tests/physical_invariants.py``). That envelope is observed, not
+proven: under noise a request can wait behind other workers' longer ones
+and a run exceed it; what the stations guarantee is ``(W - 1)(2 s + a) /
+steps`` more (``tests/physical_invariants.py::fifo_bound_s``). In 150 random asynchronous
 scenarios with the link 1.1, 2 and 10 times faster, 11 of 450 steps grew,
 by at most 5.2 % (16 workers), none beyond the faster link's lockstep step;
 with several shards a step grew by 10.9 % (32 workers, 3 shards), still
