@@ -1,6 +1,6 @@
 """How often the event engine's turns exceed the lockstep of its own draws (``distsim.rhythm_range_s``).
 
-Run: ``.venv/bin/python benchmarks/bench_rhythm.py [seed] [runs]`` (default 3, 20000: about 20 s
+Run: ``.venv/bin/python benchmarks/bench_rhythm.py [--seed 3] [--runs 20000]`` (about 20 s
 here). Each run is the event engine (:func:`distsim.engines.asyncps.simulate_async`) with
 random workers (2-8), updates per worker (1-9), a PS on one server or full duplex, transfer, host and
 apply times, mean compute and its distribution; the worker's own link adds nothing (push = s + a,
@@ -18,8 +18,8 @@ last term is not slack to drop.
 
 from __future__ import annotations
 
+import argparse
 import collections
-import sys
 
 import numpy as np
 
@@ -63,4 +63,10 @@ def main(seed: int = 3, runs: int = 20_000) -> None:
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:3]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=3, help="seeds the random runs")
+    parser.add_argument("--runs", type=int, default=20_000, help="random engine runs (>= 1)")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error(f"--runs={args.runs}; allowed: an integer >= 1")
+    main(args.seed, args.runs)
