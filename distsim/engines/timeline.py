@@ -343,7 +343,8 @@ def _trace(setup: _Setup, steps: list[_Step], shown: np.ndarray) -> Trace:
     forward_end, done = rows("forward_end"), rows("ready_end")
     cols.add(rep_dev, "idle", prev_free, host, step_col, "wait for input")
     dispatch_start = dispatch_end - setup.dispatch_s[shown][None, :]
-    waiting = "host overhead, earlier replicas' dispatch" + (" and compute (shared cores)" if setup.shared else "")
+    waiting = "host overhead, then any replicas before it: " + ("their dispatch and compute (shared cores)"
+                                                                 if setup.shared else "their dispatch")
     cols.add(rep_dev, "idle", host, dispatch_start, step_col, waiting)
     cols.add(rep_dev, "idle", dispatch_start, dispatch_end, step_col, "its dispatch")
     cols.add(rep_dev, "compute", dispatch_end, forward_end, step_col, "forward")
