@@ -243,6 +243,13 @@ def scenario_spec(c: Chooser, *, strategies: Sequence[str] = STRATEGIES,
         replacements.append(("workload.compute_s_per_sample", c.log_uniform(1e-6, 1e-2)))
     if c.coin(0.25):
         replacements.append(("workload.input_s_per_sample", c.log_uniform(1e-7, 1e-3)))
+    if c.coin(0.3):
+        # The host's per-replica dispatch (and on shared CPU cores its turns with the compute): the
+        # built-in presets leave it 0, calibrated ones measure 0.7-2.2 ms (data/measurements/README.md).
+        dispatch = c.log_uniform(1e-6, 3e-3)
+        replacements.append(("cluster.device.replica_dispatch_s", dispatch))
+        if c.coin(0.5):
+            replacements.append(("cluster.device.replica_variable_s", dispatch * c.log_uniform(0.01, 1.0)))
     return {"kwargs": kwargs, "replace": replacements}
 
 
