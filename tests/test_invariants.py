@@ -45,14 +45,17 @@ def _assert_none(found: list[inv.Violation], only: str | None = None) -> None:
     assert not found, "; ".join(f"{v.invariant}: {v.detail}" for v in found)
 
 
-def _only(invariant: str, case) -> None:
+def _predicted(scenario: distsim.Scenario) -> distsim.Result:
     try:
-        result = distsim.predict(case.scenario)
+        return distsim.predict(scenario)
     except distsim.InputError as error:
         # A replica that does not fit in device memory is refused on purpose: not a valid scenario.
         assume("cluster.device.memory_bytes" not in str(error))
         raise
-    _assert_none(inv.check_summary(case.scenario, result), invariant)
+
+
+def _only(invariant: str, case) -> None:
+    _assert_none(inv.check_summary(case.scenario, _predicted(case.scenario)), invariant)
 
 
 @settings(max_examples=300, **_SETTINGS)
@@ -91,13 +94,13 @@ def test_throughput_times_epoch_time_is_the_epoch_within_one_global_batch(case):
 @given(case=scenarios(), factor=FACTORS)
 def test_step_time_moves_the_right_way(knob, case, factor):
     """More bandwidth never lengthens a step; more latency or compute per example never shortens it."""
-    _assert_none(inv.check_monotone(case.scenario, distsim.predict(case.scenario), knob, factor, LATENCY_FLOOR_S))
+    _assert_none(inv.check_monotone(case.scenario, _predicted(case.scenario), knob, factor, LATENCY_FLOOR_S))
 
 
 @settings(max_examples=200, **_SETTINGS)
 @given(scenarios(distributions=("deterministic",)))
 def test_a_sweep_row_is_the_prediction(case):
-    _assert_none(inv.check_sweep(case.scenario, distsim.predict(case.scenario)))
+    _assert_none(inv.check_sweep(case.scenario, _predicted(case.scenario)))
 
 
 @settings(max_examples=100, **_SETTINGS)
@@ -107,7 +110,7 @@ def test_backup_workers_stay_within_their_derived_bound(case):
     never :func:`physical_invariants.backup_bound`, checked here alone (not as
     the larger of it and 1)."""
     assume(case.scenario.training.backup_workers > 0 and not inv.is_async(case.scenario))
-    result = distsim.predict(case.scenario)
+    result = _predicted(case.scenario)
     assert result.summary.efficiency <= inv.backup_bound(case.scenario, result) * (1 + inv.RTOL)
 
 
@@ -173,7 +176,7 @@ def test_a_cheaper_async_run_may_take_a_slower_rhythm_inside_its_lockstep_bound(
 def test_async_efficiency_stays_within_its_derived_bound(case):
     """:func:`physical_invariants.async_bound` alone (not the larger of it and 1)."""
     assume(inv.is_async(case.scenario))
-    result = distsim.predict(case.scenario)
+    result = _predicted(case.scenario)
     assert result.summary.efficiency <= inv.async_bound(case.scenario, result) * (1 + inv.RTOL)
 
 
@@ -392,11 +395,7 @@ def test_a_noisy_async_step_stays_within_its_own_draws_bound(case):
     """The prediction (stretched where transfers stream) is at most ``lockstep_bound_s``, derived from
     the engine's stations: the own draws' lockstep plus ``(W - 1)(2 s + a) / steps``."""
     assume(inv.is_async(case.scenario))
-    try:
-        step = distsim.predict(case.scenario).summary.step_time_s
-    except distsim.InputError as error:
-        assume("cluster.device.memory_bytes" not in str(error))
-        raise
+    step = _predicted(case.scenario).summary.step_time_s
     assert step <= inv.lockstep_bound_s(case.scenario) * (1 + inv.RTOL)
 
 
