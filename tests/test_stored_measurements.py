@@ -26,6 +26,7 @@ NETWORK = sorted(MEASUREMENTS.glob("bench_network_*.json"))
 REAL = sorted(MEASUREMENTS.glob("bench_real_*.json"))
 SHARE = sorted(MEASUREMENTS.glob("collective_share_*.json"))
 OVERLAP = sorted(MEASUREMENTS.glob("dispatch_overlap_*.json"))
+PS_OVERLAP = sorted(MEASUREMENTS.glob("ps_overlap_*.json"))
 #: Records fitted from this date on take the tiny batch's compute out of the dispatch (fit() since 2026-11-27).
 DISPATCH_TURNS_FROM = "2026-11-27T09"
 REREPORT = "stale: run `python scripts/rereport_measurements.py` and commit the rewritten JSONs"
@@ -34,6 +35,7 @@ bench_network = load("bench_network")
 bench_real = load("bench_real")
 bench_collective_share = load("bench_collective_share")
 bench_dispatch_overlap = load("bench_dispatch_overlap")
+bench_ps_overlap = load("bench_ps_overlap")
 
 
 def _same(stored, now, path="summary"):
@@ -55,8 +57,8 @@ def _same(stored, now, path="summary"):
 
 def test_every_stored_json_is_a_known_benchmark():
     # A new kind of stored file needs its own re-evaluation below (and in scripts/rereport_measurements.py).
-    assert set(MEASUREMENTS.glob("*.json")) == set(NETWORK) | set(REAL) | set(SHARE) | set(OVERLAP)
-    assert len(NETWORK) >= 4 and len(REAL) >= 6 and len(SHARE) >= 1 and len(OVERLAP) >= 1
+    assert set(MEASUREMENTS.glob("*.json")) == set(NETWORK) | set(REAL) | set(SHARE) | set(OVERLAP) | set(PS_OVERLAP)
+    assert len(NETWORK) >= 4 and len(REAL) >= 6 and len(SHARE) >= 1 and len(OVERLAP) >= 1 and len(PS_OVERLAP) >= 1
 
 
 @pytest.mark.parametrize("path", NETWORK, ids=lambda p: p.stem)
@@ -109,6 +111,23 @@ def test_dispatch_overlap_summary_by_hand():
     assert s["dispatch_s_at_smallest_batch"] == {"2": 1.0, "4": 1.0}
     # one device: 6 - 2 = 4 s more compute at the largest batch, shared by 2 or 4 replicas
     assert s["replica_compute_s_at_largest_batch"] == {"2": 2.0, "4": 1.0}
+
+
+@pytest.mark.parametrize("path", PS_OVERLAP, ids=lambda p: p.stem)
+def test_ps_overlap_summary_matches_its_rounds(path):
+    stored = json.loads(path.read_text())
+    now = bench_ps_overlap.summarize(stored["rounds"])
+    _same({k: stored[k] for k in now}, now)
+
+
+def test_ps_overlap_summary_by_hand():
+    # Medians of three rounds; serial = the 2-worker median over twice the 1-worker one.
+    steps = [({"1": 1.0, "2": 2.0}, {"1": 2.0, "2": 2.0}), ({"1": 2.0, "2": 3.0}, {"1": 2.0, "2": 3.0}),
+             ({"1": 3.0, "2": 9.0}, {"1": 4.0, "2": 4.0})]
+    rounds = [{"step_s": {"16": a, "512": b}} for a, b in steps]
+    s = bench_ps_overlap.summarize(rounds)
+    assert s["median_step_s"] == {"16": {"1": 2.0, "2": 3.0}, "512": {"1": 2.0, "2": 3.0}}
+    assert s["serial"] == {"16": 0.75, "512": 0.75}
 
 
 @pytest.mark.parametrize("path", [p for p in REAL if "replica_variable_s" in json.loads(p.read_text())["calibration"]],
