@@ -671,10 +671,40 @@ def lockstep_bound_s(scenario: distsim.Scenario) -> float:
     return shared_bound_s(scenario) if costs.duplex and asyncrun.streamed(scenario) else fifo_bound_s(scenario)
 
 
+def computes_at_ps(scenario: distsim.Scenario) -> bool:
+    """Whether the PS's one server also serves the workers' own time (``distsim/engines/costs.py``,
+    ``async_costs``: an ``in_process`` cluster of CPU devices sharing ``cluster.physical_cores``)."""
+    c = scenario.cluster
+    return scenario.strategy.ps_cluster == "in_process" and c.device.kind == "cpu" and c.physical_cores is not None
+
+
+def served_bound_s(scenario: distsim.Scenario) -> float:
+    """The longest mean step where the PS's one server serves each worker's own time as well as its
+    transfers and apply (:func:`computes_at_ps`), seconds: ``links + (1 / steps)`` times the sum of the
+    ``N + W - 1`` largest ``own_uk + 2 s + a`` over every worker's first ``N`` draws.
+
+    Derivation, with the facts of :func:`lockstep_bound_s` (one request per worker at the PS, FIFO
+    stations booked on arrival, a request's own path no longer than its service there apart from the
+    links): some worker ``w`` has applied ``n_w <= steps - 1`` updates before the run's end ``T``, so
+    ``T`` is at most its own ``n_w + 1`` updates (own time, ``2 s + a``, links) plus its waits, and it
+    waits only while the server serves other workers, at most their ``n_u + 1`` updates each (own time
+    now included). That is a sum of ``sum_u (n_u + 1) <= N - 1 + W`` terms ``own_uk + 2 s + a``, each
+    worker's first ones (``k <= N``), plus ``steps`` links: at most the largest ``N + W - 1`` of them.
+    Deterministic, ``W (c + 2 s + a) + (W - 1)(c + 2 s + a) / steps`` (``c`` the own time)."""
+    costs = _costs(scenario)
+    links, per_update = _station_terms(costs)
+    workers, steps = scenario.num_replicas, scenario.training.steps
+    updates = workers * steps
+    terms = np.sort((_own_draws(scenario, costs, updates) + per_update).ravel())[::-1]
+    return links + float(np.sum(terms[:updates + workers - 1])) / steps
+
+
 def fifo_bound_s(scenario: distsim.Scenario) -> float:
     """The longest mean step of an asynchronous PS scenario's FIFO run (the
     event engine's lanes, unstretched), seconds: :func:`own_draws_lockstep_s`
     plus ``(W - 1)(2 s + a) / steps`` (derivation: :func:`lockstep_bound_s`)."""
+    if computes_at_ps(scenario):
+        return served_bound_s(scenario)
     costs = _costs(scenario)
     links, per_update = _station_terms(costs)
     workers, steps = scenario.num_replicas, scenario.training.steps
@@ -719,10 +749,13 @@ def own_draws_lockstep_s(scenario: distsim.Scenario) -> float:
     :func:`lockstep_bound_s`). A physical rhythm, not a bound: FIFO
     queueing can exceed it (:func:`lockstep_bound_s`). Deterministic
     compute gives the mean compute's lockstep (``distsim.rhythm_range_s``);
-    noisy compute each worker's mean over its first ``steps`` draws."""
+    noisy compute each worker's mean over its first ``steps`` draws. Where the one server serves
+    the workers' own time too (:func:`computes_at_ps`) lockstep holds them all there, one after
+    another: ``sum_w mean_k own_wk`` in place of the slowest."""
     costs = _costs(scenario)
     links, per_update = _station_terms(costs)
-    own = float(np.max(np.mean(_own_draws(scenario, costs, scenario.training.steps), axis=1)))
+    means = np.mean(_own_draws(scenario, costs, scenario.training.steps), axis=1)
+    own = float(np.sum(means) if computes_at_ps(scenario) else np.max(means))
     return own + links + scenario.num_replicas * per_update
 
 

@@ -162,6 +162,9 @@ MEAN = "a finite number > 0 (seconds)"
         (dict(TWO, prefetch=1), "prefetch", "1", "true or false"),
         (dict(TWO, engine="vectorized", ps_service_s=0.1), "ps_service_s", "0.1",
          "0 with engine='vectorized' (PS contention needs engine='events' or 'auto')"),
+        (dict(TWO, compute_at_ps="yes"), "compute_at_ps", "'yes'", "true or false"),
+        (dict(TWO, compute_at_ps=True, duplex=True), "compute_at_ps", "True", "False with duplex=True"),
+        (dict(TWO, compute_at_ps=True, engine="vectorized"), "compute_at_ps", "True", "engine='vectorized'"),
     ],
 )
 def test_bad_parameters(kwargs, path, value, allowed):
@@ -296,3 +299,23 @@ def test_a_queued_run_exceeds_its_lockstep_rhythm_but_never_the_stations_bound()
         assert turns <= (lockstep + (workers - 1) * per_update / steps) * (1 + 1e-9)
         over_lockstep += turns > lockstep * (1 + 1e-9)
     assert over_lockstep == 2
+
+
+def test_compute_at_the_ps_serves_every_stage_in_turn():
+    """Hand derivation: with the workers' own time served by the one PS server too, W workers each
+    always have one request there, so the FIFO server is never idle and serves them one stage at a time,
+    round robin. 3 workers of mean 0.5 s (deterministic), transfers 0.1 s, apply 0.05 s: a cycle of
+    3 x (0.5 + 2 x 0.1 + 0.05) = 2.25 s, one update from each worker. Worker k pulls after every apply
+    of the round before (the server applied them first, at the instant the pull starts) and applies
+    after the k workers served before it: staleness k, 0, 1, 2, over and over, a mean of (W - 1) / 2.
+    (Reading at such an instant before a higher-numbered worker's apply gave 1, 1, 2.) Without the rule
+    the workers compute side by side: the step is at least a worker's own cycle, 0.1 + 0.5 + 0.15 =
+    0.75 s, and the PS's 3 x 0.25 s, and at most lockstep, 0.5 + 3 x 0.25 = 1.25 s."""
+    kw = dict(push_s=0.15, pull_s=0.1, ps_service_s=0.1, ps_apply_s=0.05, engine="events")
+    served = simulate_async(3, 300, 0.5, "deterministic", compute_at_ps=True, **kw)
+    beside = simulate_async(3, 300, 0.5, "deterministic", **kw)
+    # rel 1e-9: 300 float sums of a few terms against the closed form.
+    assert 3 / served.updates_per_s == pytest.approx(2.25, rel=1e-9)
+    assert np.array_equal(served.staleness, np.tile([0, 1, 2], 100))
+    assert np.array_equal(served.worker, np.tile([0, 1, 2], 100))
+    assert 0.75 <= 3 / beside.updates_per_s <= 1.25

@@ -213,6 +213,60 @@ def test_async_agrees_on_100_random_scenarios_with_apply_and_copy():
                > DETERMINISTIC_TOL for _, s in errors) >= 10
 
 
+def _in_process_errors(seed: int, count: int, served: bool = True, **extra) -> list[tuple[float, object]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        s = scenarios.in_process_scenario(rng, **extra)
+        want = model.async_step_time(s) if served else _unserved_step(s)
+        out.append((distsim.predict(s).summary.step_time_s / want - 1, s))
+    return out
+
+
+def _unserved_step(s) -> float:
+    """The oracle's step of ``s`` as if its workers computed beside the in-process server (the rule before
+    issue 24's in-process measurement): the same scenario on GPUs, whose workers never share the cores."""
+    d = s.to_dict()
+    d["cluster"]["device"]["kind"] = "gpu"
+    cores = d["cluster"].pop("physical_cores") or 1.0
+    d["cluster"].pop("straggler_cores")
+    d["cluster"]["device"]["peak_flops"] /= cores  # compute on all of a worker's cores, as a CPU device
+    d["cluster"]["device"]["step_overhead_s"] /= min(cores, 1.0)
+    d["cluster"]["device"]["replica_dispatch_s"] /= min(cores, 1.0)
+    d["workload"]["input_bytes_per_sample"] = 0  # a CPU device copies nothing
+    return model.async_step_time(Scenario.from_dict(d))
+
+
+def test_in_process_cluster_agrees_on_100_random_scenarios():
+    """``ps_cluster="in_process"``: one server holds each whole transfer and every apply, and on shared
+    CPU cores each worker's own time too. Deterministic compute, so the agreement is exact but for float
+    rounding (``DETERMINISTIC_TOL``)."""
+    errors = _in_process_errors(13, 100)
+    worst, s = max(errors, key=lambda e: abs(e[0]))
+    assert abs(worst) <= DETERMINISTIC_TOL, (worst, s.to_dict())
+    served = [s for _, s in errors if costs.async_costs(s).served and s.num_replicas > 1]
+    assert len(served) >= 30
+    # The rule matters: where workers computed beside the server, the oracle is more than 1 % off.
+    off = [e for e, s in _in_process_errors(13, 100, served=False) if costs.async_costs(s).served and s.num_replicas > 1]
+    assert sum(abs(e) > DETERMINISTIC_TOL for e in off) >= 10
+
+
+def test_in_process_on_shared_cores_is_every_workers_cycle_in_turn():
+    """Hand derivation: 3 in-process workers on shared cores, a FIFO server that is never idle and
+    serves each worker one stage at a time, round robin, so a step is the sum of the three cycles:
+    ``3 (2 x transfer + apply + own)`` with the oracle's own costs of one worker (equal workers)."""
+    rng = np.random.default_rng(3)
+    while True:
+        s = scenarios.in_process_scenario(rng)
+        c = costs.async_costs(s)
+        if c.served and s.num_replicas == 3 and s.cluster.straggler_cores is None:
+            break
+    hand = 3 * (2 * c.transfer_s + c.apply_s + c.compute_s)
+    # rel 1e-9: the oracle's and the engine's float sums of the same few terms, and the oracle's 1e-12 s ties.
+    assert model.async_step_time(s) == pytest.approx(hand, rel=1e-9)
+    assert distsim.predict(s).summary.step_time_s == pytest.approx(hand, rel=1e-9)
+
+
 def _async_apply_minimal():
     """1 worker, 2 shards: the cycle is pull + compute + push (+ the apply)."""
     return Scenario.from_dict({
@@ -429,6 +483,22 @@ def test_async_mean_step_under_noise(distribution, seed):
         s = scenarios.async_scenario(rng, steps=2500, copy=False, compute_distribution=distribution,
                                      optimizer_bytes_per_param=0, seed=seed, **sigma)
         if s.num_replicas < 3:
+            continue
+        want = model.async_step_time(s, seed=seed + 100)
+        assert distsim.predict(s).summary.step_time_s == pytest.approx(want, rel=NOISY_TOL), s.to_dict()
+        checked += 1
+
+
+@pytest.mark.parametrize("distribution, seed", [("lognormal", 4), ("exponential", 5)])
+def test_in_process_mean_step_under_noise(distribution, seed):
+    """Two random in-process scenarios of 2 or more workers on shared cores per distribution, 2500
+    updates per worker, against the oracle's own draws: the same standard-error argument as above."""
+    rng = np.random.default_rng(seed)
+    checked = 0
+    while checked < 2:
+        sigma = {"compute_sigma": 0.5} if distribution == "lognormal" else {}
+        s = scenarios.in_process_scenario(rng, steps=2500, compute_distribution=distribution, seed=seed, **sigma)
+        if s.num_replicas < 2 or not costs.async_costs(s).served:
             continue
         want = model.async_step_time(s, seed=seed + 100)
         assert distsim.predict(s).summary.step_time_s == pytest.approx(want, rel=NOISY_TOL), s.to_dict()

@@ -25,7 +25,10 @@ Two engines give the same :class:`UpdateLog`:
   full-duplex NIC, and only the PS's per-request host time
   (``ps_request_s``) is shared by both: a pull is the host's work, then the
   bytes out; a push is the bytes in, then the host's work. Each server is
-  FIFO and is asked for when a transfer reaches it.
+  FIFO and is asked for when a transfer reaches it. With
+  ``compute_at_ps=True`` (one server) each worker's time outside its
+  transfers is served by that server too, in turn with the transfers and
+  applies: the in-process cluster on shared CPU cores.
 
 A push's gradient is applied (``ps_apply_s``) once its bytes are in: when
 both the worker's own path (``push_s`` less the host's work and the apply)
@@ -64,7 +67,9 @@ SimPy; the plain queue was faster, hence no SimPy dependency.
 
 Events at the same instant are ordered by (worker, kind) with applies
 before reads, so a zero-time pull sees its own update and those of
-lower-numbered workers applied at that instant. An instant is
+lower-numbered workers applied at that instant; a pull that waited for its
+server sees every apply of the instant its service starts (the server
+served them first). An instant is
 :data:`INSTANT` relative wide in the event engine: times equal in exact
 arithmetic differ in their float sums' last bits, and a FIFO lane must not
 choose between two workers by rounding. Times are in seconds.
@@ -239,6 +244,7 @@ def simulate_async(
     host_s=0.0,
     min_compute_s=0.0,
     prefetch: bool = True,
+    compute_at_ps: bool = False,
 ) -> UpdateLog:
     """Simulate asynchronous PS training until ``num_updates`` are applied.
 
@@ -281,6 +287,9 @@ def simulate_async(
         prefetch: the input overlaps the host's and the device's work:
             a worker's time outside its transfers is ``max(input, host +
             compute)``; without, ``input + host + compute``.
+        compute_at_ps: the one PS server (not ``duplex``) also serves each
+            worker's time outside its transfers, FIFO with the transfers and
+            applies, once the worker's pull is done (needs the event engine).
         engine: ``"auto"`` (vectorized unless there is PS contention),
             ``"vectorized"`` or ``"events"``.
     """
@@ -301,10 +310,13 @@ def simulate_async(
                          "0 with engine='vectorized' (applies queue at the PS: engine='events' or 'auto')")
     duplex = Boolean()("duplex", duplex)
     ps_request_s = Number(0, ps_service_s, unit="seconds, at most ps_service_s")("ps_request_s", ps_request_s)
+    if Boolean()("compute_at_ps", compute_at_ps) and (duplex or engine == "vectorized"):
+        raise InputError("compute_at_ps", compute_at_ps, "False with duplex=True or engine='vectorized' (the "
+                         "workers' time is served by the one PS server of the event engine)")
     draws = _checked_times(means, distribution, sigma, seed, input_s, host_s, min_compute_s, prefetch)
-    if engine == "events" or (engine == "auto" and ps_service_s + ps_apply_s > 0):
+    if engine == "events" or (engine == "auto" and (ps_service_s + ps_apply_s > 0 or compute_at_ps)):
         return _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s,
-                                ps_request_s if duplex else None, ps_apply_s)
+                                ps_request_s if duplex else None, ps_apply_s, bool(compute_at_ps))
     return _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s)
 
 
@@ -453,12 +465,12 @@ def _simulate_vectorized(num_workers, num_updates, draws, push_s, pull_s) -> Upd
     )
 
 
-_APPLY, _READ, _PULL_DONE, _COMPUTE_DONE, _PULL_SEND, _PUSH_IN = 0, 1, 2, 3, 4, 5
+_APPLY, _READ, _PULL_DONE, _COMPUTE_DONE, _PULL_SEND, _PUSH_IN, _LATE_READ = 0, 1, 2, 3, 4, 5, 6
 _PULL, _PUSH = "pull", "push"
 
 
 def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service_s, duplex_request_s=None,
-                     apply_s=0.0) -> UpdateLog:
+                     apply_s=0.0, compute_at_ps=False) -> UpdateLog:
     """The event engine; ``duplex_request_s`` (not None) splits each transfer's
     service into shared host time and per-direction bytes (see :func:`simulate_async`).
 
@@ -501,13 +513,14 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
 
     def ask_pull(t: float, w: int) -> None:
         asked[w] = t
+        service = host_s if duplex else ps_service_s
+        start = serve(t, "host" if duplex else _PULL, service)
+        # A pull that waited starts as its server ends another job, maybe an apply at that very instant:
+        # its snapshot comes after that apply whichever worker's it was (see _pop_instant).
+        push(heap, (start, w, _LATE_READ if start > t else _READ))
         if duplex:
-            start = serve(t, "host", host_s)
-            push(heap, (start, w, _READ))
             push(heap, (start + host_s, w, _PULL_SEND))
         else:
-            start = serve(t, _PULL, ps_service_s)
-            push(heap, (start, w, _READ))
             push(heap, (max(t + pull_s, start + ps_service_s), w, _PULL_DONE))
 
     for w in range(num_workers):
@@ -521,7 +534,7 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
             out_apply[applied] = t
             applied += 1
             ask_pull(t, w)
-        elif kind == _READ:
+        elif kind in (_READ, _LATE_READ):
             read_version[w] = applied
             read_time[w] = t
         elif kind == _PULL_SEND:
@@ -532,7 +545,9 @@ def _simulate_events(num_workers, num_updates, draws, push_s, pull_s, ps_service
             if i == len(compute[w]):
                 compute[w] = np.concatenate([compute[w], draws.draw(w, len(compute[w]))])
             used[w] = i + 1
-            push(heap, (t + float(compute[w][i]), w, _COMPUTE_DONE))
+            own = float(compute[w][i])
+            start = serve(t, _PULL, own) if compute_at_ps else t
+            push(heap, (start + own, w, _COMPUTE_DONE))
         elif kind == _COMPUTE_DONE:
             # The bytes are in when both the worker's own path and the PS lane are done with them.
             start = serve(t, _PUSH if duplex else _PULL, bytes_s)
@@ -560,14 +575,16 @@ INSTANT = 1e-12
 
 def _pop_instant(heap: list[tuple[float, int, int]]) -> tuple[float, int, int]:
     """The next event in (instant, worker, kind) order: of the events within
-    :data:`INSTANT` of the earliest, the lowest (worker, kind), at its own time."""
+    :data:`INSTANT` of the earliest, the lowest (worker, kind), at its own time;
+    the snapshot of a pull that waited for its server comes after every other
+    event of its instant (the server's job before it may be an apply ending then)."""
     first = heapq.heappop(heap)
     if not heap or heap[0][0] > first[0] * (1 + INSTANT):
         return first
     near = [first]
     while heap and heap[0][0] <= first[0] * (1 + INSTANT):
         near.append(heapq.heappop(heap))
-    chosen = min(near, key=lambda e: (e[1], e[2]))
+    chosen = min(near, key=lambda e: (e[2] == _LATE_READ, e[1], e[2]))
     for e in near:
         if e is not chosen:
             heapq.heappush(heap, e)

@@ -214,5 +214,6 @@ def fifo_update_log(scenario: Scenario, costs: AsyncCosts, distribution: str | N
         duplex=costs.duplex,
         ps_request_s=float(costs.ps_request_s),
         ps_apply_s=float(costs.ps_apply_s),
+        compute_at_ps=bool(costs.compute_at_ps),
         **costs.worker_parts(workers),
     )

@@ -47,7 +47,9 @@ turn) and its host ``w`` times two requests and an apply. The cycle is the
 larger of a worker's own cycle and the busiest PS station; when the PS is
 the larger, the named piece is its busiest part (``ps_nic`` or ``ps_apply``)
 with its seconds per cycle as the share, otherwise the largest piece of
-the worker's cycle.
+the worker's cycle. An in-process cluster on shared CPU cores serves the
+workers' compute and input in turn with the transfers too
+(:func:`distsim.engines.costs.async_costs`), so they join its one station.
 """
 
 from __future__ import annotations
@@ -131,6 +133,9 @@ def of_async(scenario: Scenario, plan_: StrategyPlan, p: StepCosts, costs) -> Bo
     service, request = float(costs.ps_service_s), float(costs.ps_request_s)
     if costs.duplex:
         stations = [{"ps_nic": w * (service - request)}, {"ps_nic": w * 2 * request, "ps_apply": w * apply}]
+    elif bool(costs.compute_at_ps):  # the one server serves the workers' own time too: it is all the step
+        mine = {k: w * v for k, v in own.items() if k in ("compute", "input")}
+        stations = [mine | {"ps_nic": w * 2 * service, "ps_apply": w * apply}]
     else:
         stations = [{"ps_nic": w * 2 * service, "ps_apply": w * apply}]
     busiest = max(stations, key=lambda s: sum(s.values()))

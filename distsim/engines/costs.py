@@ -74,6 +74,10 @@ class AsyncCosts:
         ps_apply_s: the PS host's time to apply one pushed gradient, held
             after the push's bytes are in, one apply at a time.
         duplex: pushes and pulls queue for their bytes separately.
+        compute_at_ps: a worker's time outside its transfers (input,
+            host, compute) is served by the PS's one server too, in turn
+            with the transfers and applies (an ``in_process`` cluster on
+            shared CPU cores, :func:`async_costs`); a bool array in a sweep.
     """
 
     worker_batch: np.ndarray
@@ -85,6 +89,7 @@ class AsyncCosts:
     ps_request_s: np.ndarray
     ps_apply_s: np.ndarray
     duplex: bool
+    compute_at_ps: np.ndarray | bool = False
     worker: WorkerTimes | None = None
     straggler: WorkerTimes | None = None
 
@@ -112,10 +117,11 @@ class AsyncCosts:
 
     @property
     def ps_updates_per_s(self) -> np.ndarray:
-        """Most updates per second the PS can serve (two transfers each)."""
+        """Most updates per second the PS can serve (two transfers each, and with
+        ``compute_at_ps`` the typical worker's own time too)."""
         service = np.maximum(self.ps_service_s, 1e-300)
         if not self.duplex:
-            return 1.0 / (2 * service + self.ps_apply_s)
+            return 1.0 / (2 * service + self.ps_apply_s + np.where(self.compute_at_ps, self.compute_s, 0.0))
         # Each direction carries one transfer per update; the host handles both requests and the apply.
         host = 2 * self.ps_request_s + self.ps_apply_s
         return 1.0 / np.maximum(np.maximum(service - self.ps_request_s, host), 1e-300)
@@ -145,8 +151,17 @@ def async_costs(p: StepCosts, plan_: StrategyPlan) -> AsyncCosts:
     ``full_duplex`` link, pushes and pulls queue for their bytes separately,
     and only ``request_s``, the PS host's time, is shared by both. In an
     ``in_process`` cluster the one process is busy for the whole transfer,
-    push or pull (its latency is that process's own work). The last worker
-    computes with ``cluster.straggler_cores`` when that is set.
+    push or pull (its latency is that process's own work). When that
+    cluster's workers are CPU devices sharing the machine's cores
+    (``cluster.physical_cores`` set), the process also serves their input,
+    host work and compute in turn with the transfers (``compute_at_ps``):
+    one thing at a time, so a second worker adds no throughput. Measured on
+    this machine's 2 cores (``data/measurements/README.md``, "The in-process
+    parameter server takes turns"), a second worker's updates overlapped the
+    first's little or not at all, at 16 to 512 examples per worker, where
+    FIFO lanes without this rule let one worker compute while the PS served
+    the other. The last worker computes with ``cluster.straggler_cores`` when
+    that is set.
 
     Every push ends with the PS applying the gradient (:func:`ps_apply_s`):
     the apply is part of a push to an idle PS; it starts once the push's
@@ -172,6 +187,7 @@ def async_costs(p: StepCosts, plan_: StrategyPlan) -> AsyncCosts:
         ps_request_s=np.zeros_like(link) if in_process else request * np.ones_like(link),
         ps_apply_s=apply,
         duplex=not in_process and bool(np.all(p.inter_full_duplex)),
+        compute_at_ps=in_process & steady.shares_cores(p),
         worker=worker,
         straggler=straggler,
     )
@@ -216,15 +232,28 @@ def lockstep_step_s(costs: AsyncCosts, workers: int, outside_s=None) -> float:
     ``outside_s``: each worker's mean time outside its transfers (compute, input, host), seconds; default: at
     the mean compute (``worker_compute_s``). Under noisy compute, a run's own draws give each worker its mean
     over them (:func:`asyncps.own_time_means_s`), and the slowest worker over its draws sets the lockstep of
-    that run (:func:`distsim.engines.asyncrun.rhythm_range_s`), which can exceed the one at the mean."""
-    return float(np.max(_own_s(costs, workers, outside_s))) + workers * float(2 * costs.ps_service_s + costs.ps_apply_s)
+    that run (:func:`distsim.engines.asyncrun.rhythm_range_s`), which can exceed the one at the mean.
+
+    With ``compute_at_ps`` the one server also serves every worker's own time, so lockstep holds it for
+    all of them, one after another: their sum, not the slowest."""
+    stations = workers * float(2 * costs.ps_service_s + costs.ps_apply_s)
+    own = _own_s(costs, workers, outside_s)
+    if bool(costs.compute_at_ps):
+        return float(np.sum(own - _transfer_own_s(costs))) + _transfer_own_s(costs) + stations
+    return float(np.max(own)) + stations
+
+
+def _transfer_own_s(costs: AsyncCosts) -> float:
+    """A worker's time per update in its own part of the transfers, outside the PS's stations (latencies,
+    its own link): 0 in an ``in_process`` cluster, where the one server holds the whole transfer."""
+    return float(costs.push_s + costs.pull_s - 2 * costs.ps_service_s - costs.ps_apply_s)
 
 
 def _own_s(costs: AsyncCosts, workers: int, outside_s=None) -> np.ndarray:
     """Each worker's time per update outside the PS's stations: compute (``outside_s``, default at the
     mean: ``worker_compute_s``), latencies, its own link."""
     outside = costs.worker_compute_s(workers) if outside_s is None else np.asarray(outside_s, dtype=float)
-    return outside + float(costs.push_s + costs.pull_s - 2 * costs.ps_service_s - costs.ps_apply_s)
+    return outside + _transfer_own_s(costs)
 
 
 def fair_share_rate(costs: AsyncCosts, workers: int, outside_s=None) -> float:

@@ -196,7 +196,10 @@ def _evaluate(scn: Scenario, p: StepCosts, shape: list[int]) -> dict[str, np.nda
         transfers = costs.pull_s + costs.push_s
         # Workers are independent until the PS saturates (the last may be a straggler).
         free_rate = (replicas - 1) / (transfers + costs.compute_s) + 1 / (transfers + costs.straggler_compute_s)
-        rate = np.minimum(free_rate, costs.ps_updates_per_s)
+        # Where the PS's one server serves the workers' own time too, it is never idle and serves every
+        # worker's whole cycle in turn: one update each per sum of their cycles (the event engine exactly).
+        turns_rate = replicas / ((replicas - 1) * (transfers + costs.compute_s) + transfers + costs.straggler_compute_s)
+        rate = np.where(costs.compute_at_ps, turns_rate, np.minimum(free_rate, costs.ps_updates_per_s))
         throughput = rate * costs.worker_batch
         footprint = memory.footprint(p, scn.strategy.name, costs.worker_batch)
         out = {

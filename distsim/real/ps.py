@@ -32,6 +32,9 @@ the lock).
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 
 from distsim.real.env import prepare_environment
@@ -106,6 +109,47 @@ class StalenessProbe(tf.Module):
         return probed
 
 
+class CpuSampler:
+    """This process's CPU seconds (every thread's: ``time.process_time``) against
+    the Unix time, sampled every ``period_s`` on a daemon thread while open, so
+    that afterwards the cores a window of the run kept busy can be read
+    (:meth:`cores_busy`). The probe's times are ``tf.timestamp()``, the same clock
+    as ``time.time()``."""
+
+    def __init__(self, period_s: float = 0.005) -> None:
+        self.period_s = period_s
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="cpu-sampler", daemon=True)
+
+    def _sample(self) -> None:
+        while True:
+            self.samples.append((time.time(), time.process_time()))
+            if self._stop.wait(self.period_s):
+                return
+
+    def __enter__(self) -> "CpuSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.samples.append((time.time(), time.process_time()))
+
+    def cores_busy(self, start_s: float, end_s: float) -> float:
+        """Mean number of this process's cores busy from ``start_s`` to ``end_s``
+        (Unix seconds), the CPU seconds interpolated between samples."""
+        if not end_s > start_s:
+            raise ValueError(f"the window must have end_s > start_s; got {start_s!r} to {end_s!r}")
+        wall, cpu = np.array(self.samples).T
+        if start_s < wall[0] or end_s > wall[-1]:
+            raise ValueError(f"the window {start_s!r} to {end_s!r} lies outside the samples "
+                             f"({wall[0]!r} to {wall[-1]!r})")
+        used = np.interp(end_s, wall, cpu) - np.interp(start_s, wall, cpu)
+        return float(used / (end_s - start_s))
+
+
 class _EpochProgress(tf.keras.callbacks.Callback):
     """Epoch-level progress (ParameterServerStrategy allows no batch-level callbacks)."""
 
@@ -118,18 +162,26 @@ class _EpochProgress(tf.keras.callbacks.Callback):
         self.on_progress((epoch + 1) * self.plan.steps_per_epoch, self.plan.total_steps, loss)
 
 
+def steady_window_s(plan: RunPlan, end_s: np.ndarray) -> tuple[float, float, int]:
+    """The steady state of a log's apply times (Unix seconds): from the end of the
+    first update after every worker's warm-up steps (tracing on first use) to the
+    last, and how many updates lie between."""
+    n = len(end_s)
+    if n < 2:
+        raise ValueError(f"only {n} update(s) were recorded; a parameter-server result needs at least 2")
+    first = min(plan.warmup_steps * plan.num_workers, n - 2)
+    return float(end_s[first]), float(end_s[-1]), n - 1 - first
+
+
 def result_from_log(plan: RunPlan, rows: np.ndarray, meta: dict[str, str]) -> Result:
     """A measured :class:`Result` from the probe's rows (see :data:`LOG_COLUMNS`)."""
     read, worker, start, forward, end, loss, acc = (rows[:, i] for i in range(len(LOG_COLUMNS)))
     n = len(rows)
-    if n < 2:
-        raise ValueError(f"only {n} update(s) were recorded; a parameter-server result needs at least 2")
+    window_start, window_end, updates = steady_window_s(plan, end)
     worker = worker.astype(np.int64)
     staleness = np.arange(n, dtype=np.int64) - read.astype(np.int64)
     t0 = float(start.min())
-    # Steady state: skip every worker's warm-up steps (tracing on first use).
-    first = min(plan.warmup_steps * plan.num_workers, n - 2)
-    interval_s = float(end[-1] - end[first]) / (n - 1 - first)
+    interval_s = (window_end - window_start) / updates
     events = []
     for j in range(n):
         device = f"worker{worker[j]}"
@@ -171,9 +223,13 @@ def train(plan: RunPlan, task: str, on_progress: Progress | None) -> Result:
     meta = run_meta(plan, describe_tensorflow(), strategy_info(strategy, plan), task)
     callbacks = [_EpochProgress(plan, on_progress)] if on_progress else []
     loop = script.train_fit if plan.ps_loop == "fit" else script.train_custom
-    history = loop(strategy, args, callbacks=callbacks, wrap=wrap)
+    with CpuSampler() as cpu:
+        history = loop(strategy, args, callbacks=callbacks, wrap=wrap)
     rows = probes[0].rows()
     result = result_from_log(plan, rows, meta)
+    if plan.ps_cluster == "in_process":  # every server is a thread of this process, so its CPU is theirs
+        start_s, end_s, _ = steady_window_s(plan, rows[:, LOG_COLUMNS.index("end_s")])
+        result.meta["steady_cores_busy"] = repr(cpu.cores_busy(start_s, end_s))
     if plan.ps_loop == "custom":  # per-epoch means of the per-update values, in apply order
         epochs = np.array_split(rows, plan.epochs)
         history = {key: [float(e[:, LOG_COLUMNS.index(key)].mean()) for e in epochs] for key in ("loss", "accuracy")}

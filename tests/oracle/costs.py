@@ -317,6 +317,11 @@ class AsyncCosts:
         apply_s: one shard's apply of a pushed gradient (its share of the
             optimizer's update; 0 without ``apply_at_ps``), held after the
             push's bytes are in (issue 24).
+        in_process: ``ps_cluster="in_process"``: one process is the PS's one
+            server, busy for a whole transfer (``shard_s = transfer_s``).
+        served: that one server also serves the worker's own time, in turn with
+            the transfers and applies (prediction.py ``async_costs``: an in-process
+            cluster of CPU devices sharing ``cluster.physical_cores``).
     """
 
     compute_s: float
@@ -327,6 +332,8 @@ class AsyncCosts:
     host_s: float
     work_s: float
     prefetch: bool
+    in_process: bool = False
+    served: bool = False
 
     def own_s(self, factor: float) -> float:
         """The worker's time outside its transfers when its compute takes
@@ -347,21 +354,26 @@ def ps_host_memory_Bps(s: Scenario) -> float:
     return float(load_preset("device", "this_machine_core")[0]["memory_bandwidth_Bps"])
 
 
-def async_costs(s: Scenario, apply_at_ps: bool = True) -> AsyncCosts:
-    """Every replica is a worker that computes one replica batch (input
-    prefetched: its own batch only, read then copied), then the transfers of
-    prediction.py's ``async_costs``. ``apply_at_ps``: the PS applies the
-    optimizer update, ``num_params x optimizer_bytes_per_param`` over its
-    host's memory bandwidth (:func:`ps_host_memory_Bps`), divided over the
-    shards (issue 24, item 3)."""
-    d, link = s.cluster.device, s.cluster.inter_link
+def async_costs(s: Scenario, apply_at_ps: bool = True, worker: int = 0) -> AsyncCosts:
+    """Worker ``worker`` computes one replica batch (input prefetched: its own
+    batch only, read then copied; on CPU devices sharing cores, on all of its
+    cores, its host slower below one core: :func:`worker_seconds_per_example`,
+    :func:`host_costs_s`), then the transfers of prediction.py's
+    ``async_costs``. ``apply_at_ps``: the PS applies the optimizer update,
+    ``num_params x optimizer_bytes_per_param`` over its host's memory bandwidth
+    (:func:`ps_host_memory_Bps`), divided over the shards (issue 24, item 3).
+    In an ``in_process`` cluster the one process holds each whole transfer,
+    latency included, and on shared CPU cores the worker's own time too."""
+    link = s.cluster.inter_link
     b = replica_batch(s)
     own_input = read_s(s, b) + copy_s(s, b)
-    host, work = d.step_overhead_s + d.replica_dispatch_s, b * seconds_per_example(s)
+    host, work = sum(host_costs_s(s, worker)), b * worker_seconds_per_example(s, worker)
     compute = max(own_input, host + work) if prefetch(s) else own_input + host + work
     k, grad, rate = s.strategy.num_ps, gradient_bytes(s), link_rate_Bps(link)
-    shard = link.request_s + grad / k / rate
     apply = s.workload.num_params * s.training.optimizer_bytes_per_param / ps_host_memory_Bps(s) / k
     apply = apply if apply_at_ps else 0.0
     whole = link.latency_s + link.request_s + grad / rate
-    return AsyncCosts(compute, whole, shard, apply, own_input, host, work, prefetch(s))
+    in_process = s.strategy.ps_cluster == "in_process"
+    shard = whole if in_process else link.request_s + grad / k / rate
+    served = in_process and worker_cores(s, worker) is not None
+    return AsyncCosts(compute, whole, shard, apply, own_input, host, work, prefetch(s), in_process, served)

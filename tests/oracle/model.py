@@ -36,7 +36,10 @@ snapshot of a pull is taken when a shard starts serving it), while the
 worker's own part of the transfer runs. A push's gradient is applied once
 its bytes are in (its own part and every shard's piece done): each shard is
 then asked again, for its share of the apply, so a shard applies one
-gradient at a time, queued with its transfers.
+gradient at a time, queued with its transfers. An ``in_process`` cluster is
+one FIFO resource holding each whole transfer and every apply; on shared CPU
+cores a worker also holds it for its own time (input, host, compute) after
+its pull (prediction.py ``async_costs``).
 """
 
 from __future__ import annotations
@@ -246,10 +249,11 @@ def async_step_time(s: Scenario, apply_at_ps: bool = True, seed: int = 12345) ->
     "queues with the PS host's other work (with one server, its transfers)",
     one apply at a time per shard (prediction.py ``async_costs``); the
     update counts when the last shard has applied it."""
-    c = costs.async_costs(s, apply_at_ps)
     workers, steps = s.num_replicas, s.training.steps
+    per_worker = [costs.async_costs(s, apply_at_ps, w) for w in range(workers)]
+    c = per_worker[0]
     env = simpy.Environment()
-    shards = [FifoServer(env) for _ in range(s.strategy.num_ps)]
+    shards = [FifoServer(env) for _ in range(1 if c.in_process else s.strategy.num_ps)]
     rng = np.random.default_rng(seed)
     f = factors(rng, s, (workers, 2 * steps))  # each worker's draws; drawn again if a worker runs further
     applied: list[float] = []
@@ -264,10 +268,17 @@ def async_step_time(s: Scenario, apply_at_ps: bool = True, seed: int = 12345) ->
         pieces = [env.process(piece(shard, w, c.shard_s)) for shard in shards]
         return env.all_of([env.timeout(c.transfer_s), *pieces])
 
+    def own(w: int, seconds: float):
+        if per_worker[w].served:
+            yield shards[0].ask(w)
+        yield env.timeout(seconds)
+        if per_worker[w].served:
+            shards[0].release()
+
     def worker(w: int):
         for u in itertools.count():
             yield transfer(w)
-            yield env.timeout(c.own_s(f[w, u] if u < f.shape[1] else factors(rng, s, 1)[0]))
+            yield env.process(own(w, per_worker[w].own_s(f[w, u] if u < f.shape[1] else factors(rng, s, 1)[0])))
             yield transfer(w)
             if c.apply_s > 0:
                 yield env.all_of([env.process(piece(shard, w, c.apply_s)) for shard in shards])

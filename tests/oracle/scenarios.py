@@ -115,3 +115,18 @@ def async_scenario(rng: np.random.Generator, steps: int = 8, copy: bool = True, 
     training["num_buckets"] = 1
     training["metric_values"] = 4
     return _scenario(device, workload, links, cluster, strategy, training)
+
+
+def in_process_scenario(rng: np.random.Generator, steps: int = 8, **training_extra) -> Scenario:
+    """A random asynchronous PS scenario on ``ps_cluster="in_process"``: 1-6
+    one-device workers, 1-3 shards; in 3 of 4 CPU devices sharing 0.5-4
+    physical cores per worker (the last worker sometimes with fewer), else GPUs."""
+    s = async_scenario(rng, steps, **training_extra).to_dict()
+    s["strategy"]["ps_cluster"] = "in_process"
+    cluster = s["cluster"]
+    if rng.random() < 0.75:
+        cluster["device"].update(kind="cpu", peak_flops=_log_uniform(rng, 1e10, 1e11), kernel_launch_s=0.0)
+        cluster["physical_cores"] = float(rng.choice([0.5, 2 / 3, 1.0, 2.0, 4.0]))
+        if rng.random() < 0.4 and cluster["num_workers"] > 1:
+            cluster["straggler_cores"] = cluster["physical_cores"] * float(rng.choice([0.25, 0.5, 1.0]))
+    return Scenario.from_dict(s)
