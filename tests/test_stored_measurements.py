@@ -109,13 +109,14 @@ def test_dispatch_overlap_summary_by_hand():
 
 
 def test_ps_overlap_summary_by_hand():
-    # Medians of three rounds; serial = the 2-worker median over twice the 1-worker one.
-    steps = [({"1": 1.0, "2": 2.0}, {"1": 2.0, "2": 2.0}), ({"1": 2.0, "2": 3.0}, {"1": 2.0, "2": 3.0}),
-             ({"1": 3.0, "2": 9.0}, {"1": 4.0, "2": 4.0})]
+    # Medians of three rounds; serial = the W-worker median over W times the 1-worker one.
+    steps = [({"1": 1.0, "2": 2.0, "3": 3.0}, {"1": 2.0, "2": 2.0, "3": 9.0}),
+             ({"1": 2.0, "2": 3.0, "3": 6.0}, {"1": 2.0, "2": 3.0, "3": 3.0}),
+             ({"1": 3.0, "2": 9.0, "3": 9.0}, {"1": 4.0, "2": 4.0, "3": 6.0})]
     rounds = [{"step_s": {"16": a, "512": b}} for a, b in steps]
     s = bench_ps_overlap.summarize(rounds)
-    assert s["median_step_s"] == {"16": {"1": 2.0, "2": 3.0}, "512": {"1": 2.0, "2": 3.0}}
-    assert s["serial"] == {"16": 0.75, "512": 0.75}
+    assert s["median_step_s"] == {"16": {"1": 2.0, "2": 3.0, "3": 6.0}, "512": {"1": 2.0, "2": 3.0, "3": 6.0}}
+    assert s["serial"] == {"16": {"2": 0.75, "3": 1.0}, "512": {"2": 0.75, "3": 1.0}}
 
 
 @pytest.mark.parametrize("path", [p for p in REAL if "replica_variable_s" in json.loads(p.read_text())["calibration"]],
