@@ -412,7 +412,9 @@ class Strategy:
             its share of the bytes per transfer. ``"in_process"``: one
             process hosts the PS and every worker (``distsim.real``'s
             default localhost cluster); that process handles one transfer
-            at a time from start to end, latency included.
+            at a time from start to end, latency included, and when the
+            workers are CPU devices sharing ``physical_cores``, their
+            compute in turn with the transfers.
         protocol: how collectives are priced, one of :data:`PROTOCOLS`:
             ``alpha_beta`` (the links' latency and bandwidth as given: TF's
             own RING collective, or any non-NCCL op) or ``nccl`` (NCCL's own
