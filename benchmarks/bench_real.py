@@ -125,11 +125,12 @@ def scenario(strategy: str, workers: int, devices: int, args, calibrated: bool, 
         if calibrated
         else dict(device="this_machine_core", workload=args.workload)
     )
-    # Every worker here runs on this one host: W worker processes (or in-process
-    # PS workers) share its cores, cores / W each.
-    cores = (machine_cores or os.cpu_count()) / workers
-    # distsim.real's localhost parameter-server cluster runs every task in one process.
-    ps_cluster = "in_process" if strategy == "parameter_server" else "processes"
+    # Every worker here runs on this one host: W worker processes share its cores, cores / W each.
+    # distsim.real's localhost parameter-server cluster runs every task in one process, whose workers
+    # take turns on all of its cores (Strategy.ps_cluster="in_process").
+    in_process = strategy == "parameter_server"
+    cores = (machine_cores or os.cpu_count()) / (1 if in_process else workers)
+    ps_cluster = "in_process" if in_process else "processes"
     # Mirrored sums with ReductionToOneDevice here, in the real runs and in the
     # prediction: the op the calibrated link is fitted on, and the op of the
     # stored results in data/measurements/ (TensorFlow's default is a collective ring).

@@ -414,7 +414,8 @@ class Strategy:
             default localhost cluster); that process handles one transfer
             at a time from start to end, latency included, and when the
             workers are CPU devices sharing ``physical_cores``, their
-            compute in turn with the transfers.
+            compute in turn with the transfers, each on all of those cores
+            (so set ``physical_cores`` to the process's cores, not a share).
         protocol: how collectives are priced, one of :data:`PROTOCOLS`:
             ``alpha_beta`` (the links' latency and bandwidth as given: TF's
             own RING collective, or any non-NCCL op) or ``nccl`` (NCCL's own
