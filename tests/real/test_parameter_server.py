@@ -69,6 +69,38 @@ def test_parameter_server_training_learns(ps_run):
     assert {e.kind for e in r.trace.events()} == {"compute", "update"}
 
 
+def test_an_in_process_run_records_the_cores_it_kept_busy(ps_run):
+    # CPU seconds over wall seconds of the steady state, for every thread of the one process: more than none
+    # (the workers computed), at most the cores this process may use. 1.05: the window's ends are interpolated
+    # between samples 5 ms apart, about 1 % of a window of half a second or more at each end.
+    import os
+
+    _, r = ps_run
+    assert 0 < float(r.meta["steady_cores_busy"]) <= len(os.sched_getaffinity(0)) * 1.05
+
+
+def test_the_cpu_sampler_tells_a_spinning_thread_from_a_sleeping_one():
+    import time
+
+    from distsim.real.ps import CpuSampler
+
+    with CpuSampler() as cpu:
+        t0 = time.time()
+        time.sleep(0.3)
+        t1 = time.time()
+        while time.time() < t1 + 0.3:
+            pass
+        t2 = time.time()
+    asleep, spinning = cpu.cores_busy(t0, t1), cpu.cores_busy(t1, t2)
+    # A spinning thread keeps a core busy whenever the OS runs it; asleep, only the sampler and idle TF threads
+    # run. No exact figure holds on a shared machine, so only the order, with a margin of 0.3 cores.
+    assert spinning > asleep + 0.3
+    with pytest.raises(ValueError, match="end_s > start_s"):
+        cpu.cores_busy(t2, t1)
+    with pytest.raises(ValueError, match="outside the samples"):
+        cpu.cores_busy(t0 - 10, t1)
+
+
 def test_one_process_per_task_like_a_real_cluster():
     # chief (coordinator) + 2 worker servers + 1 PS server, each its own
     # process with its own TF_CONFIG: the layout of a multi-machine cluster.
