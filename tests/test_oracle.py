@@ -32,13 +32,16 @@ buffer; optimizer of 12/20/28 bytes a parameter; 0-4 metric values.
 * asynchronous PS: 1-6 one-GPU workers, 1-3 shards, ``ps_cluster="processes"``
   over a half-duplex link, one worker batch per update, the optimizer's
   apply on the PS host (a CPU: the ``this_machine_core`` preset's memory
-  bandwidth for GPU workers).
+  bandwidth for GPU workers); and ``ps_cluster="in_process"`` with 1-6
+  one-device workers, in 3 of 4 CPU devices on 0.5-4 shared cores (the last
+  worker sometimes a CPU-quota straggler), whose own time the one server
+  serves in turn with the transfers and applies.
 
 Not covered: topology presets, NCCL pricing (rings are set to alpha_beta), per_tensor/pack/fusion grouping, FILE sharding,
 backup workers on shared
 CPU cores or with a per-replica dispatch (there the closed form is held to the timeline by the invariants'
 sweep = predict), two-level PS (local sum, placements),
-tpu, in-process and full-duplex PS clusters.
+tpu, and full-duplex PS clusters.
 """
 
 from __future__ import annotations

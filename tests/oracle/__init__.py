@@ -28,5 +28,7 @@ training; no topology preset, the
 ``alpha_beta`` protocol (TensorFlow's NCCL default for mirrored on GPUs is
 set back to it), kernel launches (``data/reference/RULES.md`` rules 16-18), ``buckets`` grouping, ``DATA``/``OFF`` sharding
 without a shuffle buffer, and for asynchronous parameter servers
-``ps_cluster="processes"`` over a half-duplex link.
+``ps_cluster="processes"`` over a half-duplex link, or ``"in_process"`` (one
+FIFO server for every transfer and apply, and on shared CPU cores for the
+workers' own time too).
 """
