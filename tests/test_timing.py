@@ -305,9 +305,10 @@ def test_ps_request_cost_caps_throughput_at_the_server():
 
 
 def test_an_in_process_ps_cluster_serves_whole_transfers_one_at_a_time():
-    # Latency-bound link: 4 ms per transfer, nothing for bytes or requests.
+    # Latency-bound link: 4 ms per transfer, nothing for bytes or requests. Each CPU device its own hardware
+    # (physical_cores None): on shared cores the one process would serve the workers' compute in turn too.
     base = make_scenario("this_machine_core", "mnist_mlp", "parameter_server", num_workers=4, global_batch=64,
-                         physical_cores=0.5, steps=400, seed=3,
+                         physical_cores=None, steps=400, seed=3,
                          inter_link={"preset": "localhost_grpc", "bandwidth_Bps": 1e15, "latency_s": 4e-3})
     apart = predict(base)
     together = predict(base.replace("strategy.ps_cluster", "in_process"))
