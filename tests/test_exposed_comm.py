@@ -64,6 +64,8 @@ def test_exposure_by_hand_counts_from_the_last_backward_pass():
     * step: 1.0 + 6.8 = 7.8 (no input, update or metric time); exposed: 6.8 - 3.4 = 3.4 (replica 0's
       backward pass is the last to end), so comm_fraction = 3.4 / 7.8. Counting from replica 1's
       backward end (3.2), the one whose bucket 0 starts the chain, gives 3.6 / 7.8: the old closed form.
+    * bottleneck (the closed form's pieces of the step): compute until the last backward pass ends,
+      1.0 + 3.4 = 4.4, against the exposed 3.4: compute, 4.4 / 7.8 of the step (before: 4.2 / 7.8).
     """
     scenario = _two_replicas()
     # Float rounding of sums of a few terms; the values the test tells apart differ by 2.6 %.
@@ -71,6 +73,7 @@ def test_exposure_by_hand_counts_from_the_last_backward_pass():
     result = predict(scenario).summary
     assert result.step_time_s == pytest.approx(7.8e-3, **tol)
     assert result.comm_fraction == pytest.approx(3.4 / 7.8, **tol)
+    assert (result.bottleneck, result.bottleneck_share) == ("compute", pytest.approx(4.4 / 7.8, **tol))
     row = sweep(scenario, {"training.seed": [0]})
     assert row["step_time_s"][0] == pytest.approx(7.8e-3, **tol)
     assert row["comm_fraction"][0] == pytest.approx(3.4 / 7.8, **tol)
