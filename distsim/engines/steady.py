@@ -40,6 +40,15 @@ The model, per step and per replica (all times in seconds):
   overlap the rest of the backward pass. Each costs the strategy's
   collective for its bytes on the scenario's hardware
   (:class:`distsim.mechanics.communication.Communication`).
+* **exposed communication** of a step: from the end of the last backward
+  pass of any replica (with backup workers, of those the step sums) until
+  the last gradient collective (and a parameter server's pull) ends: every
+  replica waits for the gradient and none computes. Collectives that run
+  while any replica still computes are hidden. With replicas dispatched one
+  after another, that last backward pass need not be the last-dispatched
+  replica's: an earlier replica with a larger batch may end later, while
+  the later one's first tensors start the collectives and so set their end.
+  ``comm_fraction`` is the run's exposed communication over its total time.
 * **update**: ``num_params x optimizer_bytes_per_param /
   memory_bandwidth_Bps``.
 * **metrics**: across worker processes (multi_worker_mirrored), Keras
@@ -241,13 +250,14 @@ class StepParts:
         input_s: host input time of the step on one worker, incl. the copy
             to the device.
         overhead_s: the worker host's fixed cost of the step.
-        dispatch_s: from the end of that overhead until the replica that
-            ends the step (:func:`replica_candidates`) starts computing: its
-            own and earlier replicas' dispatch, and on shared cores the
-            earlier replicas' compute.
+        dispatch_s: from the end of that overhead until the step's replica
+            (:func:`_step_replica`: the last to finish its backward pass
+            when the step communicates, else the one that ends the step)
+            starts computing: its own and earlier replicas' dispatch, and
+            on shared cores the earlier replicas' compute.
         forward_s, backward_s: compute pieces of that replica.
-        comm_chain_s: from the start of the backward pass until the last
-            gradient collective ends (0 without communication).
+        comm_chain_s: from the start of that replica's backward pass until
+            the last gradient collective ends (0 without communication).
         update_s: optimizer update.
         metric_comm_s: the metric all-reduces after the update.
         host_dispatch_s: the host's dispatch of all its replicas; the step
@@ -274,7 +284,8 @@ class StepParts:
 
     @property
     def exposed_comm_s(self) -> np.ndarray:
-        """Gradient communication not hidden behind the backward pass."""
+        """Gradient communication not hidden behind the backward pass: after
+        the last backward pass of any replica (the module docstring)."""
         return np.where(self.comm_chain_s > 0, np.maximum(self.comm_chain_s - self.backward_s, 0.0), 0.0)
 
 
@@ -378,7 +389,7 @@ def replica_candidates(p: StepCosts, global_examples, dispatch, worker=0) -> lis
     with the same cores. A worker's replicas form three blocks (batch ``c``,
     the remainder, 0); in each the last-dispatched one ends last, so the
     worker ends at the latest of those three: ``start + forward +
-    max(backward, chain)``. Backup workers: :func:`_backup_critical`.
+    max(backward, chain)``, and its last backward pass is one of theirs. Backup workers: :func:`_backup_critical`.
     """
     workers, local = p.num_workers, p.devices_per_worker
     examples = np.asarray(global_examples, dtype=float)
@@ -426,9 +437,9 @@ def _chains(p: StepCosts, collectives: Collectives | None, candidates: list) -> 
 def step_parts(p: StepCosts, global_examples, plan_: StrategyPlan, collectives: Collectives | None = None,
                metric_comm=0.0, straggler: StepCosts | None = None) -> StepParts:
     """Costs of one step that carries ``global_examples`` examples, of the
-    replica that ends it: one of worker 0 (the largest batches) or, with
-    ``straggler`` (the last worker's costs, :func:`straggler_costs`), of the
-    last worker (:func:`replica_candidates`)."""
+    step's replica (:func:`_step_replica`): one of worker 0 (the largest
+    batches) or, with ``straggler`` (the last worker's costs,
+    :func:`straggler_costs`), of the last worker (:func:`replica_candidates`)."""
     workers = p.num_workers
     local = p.devices_per_worker
     b = ceil_div(global_examples, workers * local).astype(float)
@@ -443,18 +454,10 @@ def step_parts(p: StepCosts, global_examples, plan_: StrategyPlan, collectives: 
             for start, compute in replica_candidates(q_params, global_examples, dispatch, worker):
                 candidates.append((q_params, overhead, start, compute))
                 host_ends.append(local * dispatch)
-        best = None
-        for (_, overhead, start, q), host, (chain, end) in zip(candidates, host_ends,
-                                                               _chains(p, collectives, candidates)):
-            end = overhead + np.maximum(end, host)
-            row = (end, overhead + start + q, overhead, host, start, q, chain)
-            if best is not None:
-                # Of replicas that end the step together, the last to finish its backward pass: the
-                # communication after it is what the step exposes (as the timeline counts it).
-                later = (end > best[0]) | ((end == best[0]) & (row[1] > best[1]))
-                row = tuple(np.where(later, new, old) for new, old in zip(row, best))
-            best = row
-        _, _, overhead, host, start, compute, chain = best
+        rows = [(overhead + np.maximum(end, host), overhead + start + q, overhead, host, start, q, chain)
+                for (_, overhead, start, q), host, (chain, end) in zip(candidates, host_ends,
+                                                                       _chains(p, collectives, candidates))]
+        overhead, host, start, compute, chain = _step_replica(rows, collectives is not None)
     return StepParts(
         replica_batch=b,
         input_s=input_s(p, global_examples) * np.ones_like(b),
@@ -467,6 +470,31 @@ def step_parts(p: StepCosts, global_examples, plan_: StrategyPlan, collectives: 
         metric_comm_s=np.asarray(metric_comm, dtype=float) * np.ones_like(b),
         host_dispatch_s=host * np.ones_like(b),
     )
+
+
+def _step_replica(rows: list, communicates: bool) -> tuple[np.ndarray, ...]:
+    """(overhead, host dispatch, start, compute, comm chain) of the replica
+    whose pieces make up the step, from each candidate's (step end, backward
+    end, overhead, host dispatch, start, compute, comm chain); ends from the
+    step's start.
+
+    With collectives, the replica whose backward pass ends last, its chain
+    running until the step's last collective ends (which another
+    candidate's readiness may set): the step exposes the communication after
+    the last backward pass of any replica, as the timeline counts it.
+    Without, the replica that ends the step; of several, the last to finish
+    its backward pass.
+    """
+    best = rows[0]
+    for row in rows[1:]:
+        later = row[1] > best[1]
+        if not communicates:
+            later = (row[0] > best[0]) | ((row[0] == best[0]) & later)
+        best = tuple(np.where(later, new, old) for new, old in zip(row, best))
+    _, _, overhead, host, start, compute, chain = best
+    if communicates:
+        chain = np.maximum.reduce([row[0] for row in rows]) - overhead - start - compute / 3
+    return overhead, host, start, compute, chain
 
 
 def _backup_critical(p: StepCosts, straggler: StepCosts | None, global_examples, plan_: StrategyPlan,
@@ -591,7 +619,8 @@ class ModelOutput:
     Attributes:
         step_time_s: seconds per full step in the steady state (the step
             the pieces in ``parts`` make up).
-        exposed_comm_s: all-reduce seconds per full step not hidden by the backward pass.
+        exposed_comm_s: all-reduce seconds per full step not hidden by the
+            backward pass: after the last replica's backward pass ends.
         epoch_time_s: ``steps_per_epoch x mean_step_time_s``, seconds.
         steps_per_epoch: steps in one epoch.
         throughput_samples_per_s: the run's aggregated examples over its

@@ -49,7 +49,8 @@ class Timeline:
         trace: the events of the shown replicas (columnar).
         step_times_s: wall time of each step (last replica's update end minus
             the previous one's).
-        exposed_comm_s: all-reduce time after the last replica's backward, per step.
+        exposed_comm_s: all-reduce time after the last backward pass of any
+            replica ends, per step (:mod:`distsim.engines.steady`'s definition).
         global_examples: examples in each simulated step.
         epoch_start: whether each step starts an epoch.
         shown_replicas: global indices of the replicas in the trace.
