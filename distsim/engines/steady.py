@@ -492,8 +492,9 @@ def _step_replica(rows: list, communicates: bool) -> tuple[np.ndarray, ...]:
             later = (row[0] > best[0]) | ((row[0] == best[0]) & later)
         best = tuple(np.where(later, new, old) for new, old in zip(row, best))
     _, _, overhead, host, start, compute, chain = best
-    if communicates:
-        chain = np.maximum.reduce([row[0] for row in rows]) - overhead - start - compute / 3
+    if communicates:  # each candidate's last collective ends its chain after its backward pass starts
+        last = np.maximum.reduce([o + s + q / 3 + c for _, _, o, _, s, q, c in rows])
+        chain = last - overhead - start - compute / 3
     return overhead, host, start, compute, chain
 
 
