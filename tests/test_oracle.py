@@ -232,8 +232,8 @@ def _unserved_step(s) -> float:
     d = s.to_dict()
     d["cluster"]["device"]["kind"] = "gpu"
     cores = d["cluster"].pop("physical_cores") or 1.0
-    d["cluster"].pop("straggler_cores")
-    d["cluster"]["device"]["peak_flops"] /= cores  # compute on all of a worker's cores, as a CPU device
+    d["cluster"].pop("straggler_cores")  # a rough "before" for the check below: every worker on the same cores
+    d["cluster"]["device"]["peak_flops"] *= cores  # a CPU device computes on all of its worker's cores
     d["cluster"]["device"]["step_overhead_s"] /= min(cores, 1.0)
     d["cluster"]["device"]["replica_dispatch_s"] /= min(cores, 1.0)
     d["workload"]["input_bytes_per_sample"] = 0  # a CPU device copies nothing

@@ -117,11 +117,11 @@ class AsyncCosts:
 
     @property
     def ps_updates_per_s(self) -> np.ndarray:
-        """Most updates per second the PS can serve (two transfers each, and with
-        ``compute_at_ps`` the typical worker's own time too)."""
+        """Most updates per second the PS can serve (two transfers each; with
+        ``compute_at_ps`` the workers' own time too, which ``sweep`` prices itself)."""
         service = np.maximum(self.ps_service_s, 1e-300)
         if not self.duplex:
-            return 1.0 / (2 * service + self.ps_apply_s + np.where(self.compute_at_ps, self.compute_s, 0.0))
+            return 1.0 / (2 * service + self.ps_apply_s)
         # Each direction carries one transfer per update; the host handles both requests and the apply.
         host = 2 * self.ps_request_s + self.ps_apply_s
         return 1.0 / np.maximum(np.maximum(service - self.ps_request_s, host), 1e-300)
