@@ -14,7 +14,11 @@ by ``tests/scenario_strategies.py`` from a NumPy generator seeded with
 * a share of fused, communication-bound draws (``--fused-share``, default
   0.1; :func:`fused_spec`), checked on the compute knob grown 1.01-1.5
   times, where Horovod's ticks can merge buffers (their rows in the tables
-  say ``(fused draw)``). ``--fused-share 0`` gives the draws of before.
+  say ``(fused draw)``). ``--fused-share 0`` gives the draws of before;
+* a share of asynchronous parameter servers on an in-process cluster of
+  shared CPU cores (``--served-share``, default 0.05; :func:`served_spec`),
+  where one server serves every worker's compute in turn (``(in-process
+  draw)``). ``--served-share 0`` gives the draws of before it.
 
 It prints the violations per invariant and per strategy (and per compute
 distribution, which separates statistics from the rest), the draws the
@@ -113,6 +117,12 @@ FUSED_SHARE = 0.1
 FUSED_STRATEGIES = ("mirrored", "central_storage", "multi_worker_mirrored")
 #: Workloads with many gradient tensors of very different sizes (VGG16's 32, ResNet-50's 161, ...).
 FUSED_WORKLOADS = tuple(w for w in strategies.WORKLOADS if strategies._TENSORS[w] >= 16)
+#: Share of the draws made in-process parameter servers on shared CPU cores (:func:`served_spec`).
+SERVED_SHARE = 0.05
+#: Device presets of kind ``cpu``: only their cores are shared by an in-process cluster.
+CPU_DEVICES = tuple(d for d in strategies.DEVICES if strategies._KIND[d] == "cpu")
+#: What :func:`served_spec` sets itself (or a rule refuses beside ``compute_at_ps``): dropped from the plain draw.
+_SERVED_DROPPED = ("protocol", "topology", "ps_placement", "ps_local_sum", "physical_cores", "straggler_cores")
 
 
 def fused_spec(chooser: strategies.Chooser) -> dict:
@@ -130,21 +140,44 @@ def fused_spec(chooser: strategies.Chooser) -> dict:
     return {"kwargs": kwargs, "replace": [r for r in spec["replace"] if r[0] != latency[0]] + [latency]}
 
 
-def draws(n: int, seed: int, all_knobs: bool, fused_share: float = FUSED_SHARE) -> list[tuple[dict, dict[str, float]]]:
+def served_spec(chooser: strategies.Chooser) -> dict:
+    """An asynchronous parameter server on an in-process cluster of 2+ CPU workers sharing
+    ``physical_cores``: the one server serves every worker's compute with the transfers and applies, in
+    turn (``AsyncCosts.compute_at_ps``, ``distsim/engines/costs.py``). Five draws must meet for the plain
+    scenarios to land there, about 40 times in 20,000; a full-duplex link is refused with the rule."""
+    spec = strategies.scenario_spec(chooser, strategies=("parameter_server",))
+    while spec["kwargs"]["num_workers"] < 2:
+        spec = strategies.scenario_spec(chooser, strategies=("parameter_server",))
+    kwargs = {k: v for k, v in spec["kwargs"].items() if k not in _SERVED_DROPPED}
+    cores = chooser.log_uniform(0.5, 8.0)
+    kwargs.update(device=chooser.one_of(CPU_DEVICES), mode=chooser.one_of([None, "async"]),
+                  ps_cluster="in_process", physical_cores=cores)
+    if chooser.coin(0.3):
+        kwargs["straggler_cores"] = cores * chooser.log_uniform(0.1, 1.0)
+    duplex = ("cluster.inter_link.full_duplex", "cluster.inter_link.whole_message_bytes")
+    return {"kwargs": kwargs, "replace": [r for r in spec["replace"] if r[0] not in duplex]}
+
+
+def draws(n: int, seed: int, all_knobs: bool, fused_share: float = FUSED_SHARE,
+          served_share: float = SERVED_SHARE) -> list[tuple[dict, dict[str, float]]]:
     """The ``n`` valid scenario specs and their knob factors, drawn in order from one seeded generator
     (the same draws whatever ``--jobs``; rejected draws are counted in ``strategies.REJECTED``).
     A ``fused_share`` of them is :func:`fused_spec`, checked on the compute knob grown by 1.01-1.5 times
     (the small growths that move a few tensors across a tick; 100x makes the step compute-bound), marked
-    ``"fused": True``."""
+    ``"fused": True``. A ``served_share`` of the rest is :func:`served_spec`, checked like the plain
+    draws and marked ``"served": True``."""
     rng = np.random.default_rng(seed)
     chooser = strategies.RandomChooser(rng)
     out = []
     for i in range(n):
         fused = fused_share > 0 and rng.random() < fused_share  # share 0: the draws of before
-        make = fused_spec if fused else strategies.scenario_spec
+        served = not fused and served_share > 0 and rng.random() < served_share
+        make = fused_spec if fused else served_spec if served else strategies.scenario_spec
         spec = make(chooser)
         while strategies.build(spec) is None:
             spec = make(chooser)
+        if served:
+            spec["served"] = True
         if fused:
             spec["fused"] = True
             out.append((spec, {inv.KNOBS[4].invariant: float(np.exp(rng.uniform(np.log(1.01), np.log(1.5))))}))
@@ -158,7 +191,8 @@ def check_spec(item: tuple[dict, dict[str, float]]) -> dict:
     """One drawn scenario checked: its label, distribution and violations, or why it was not checked."""
     spec, factors = item
     scenario = strategies.build(spec)
-    name = label(scenario) + (" (fused draw)" if spec.get("fused") else "")
+    name = label(scenario) + (" (fused draw)" if spec.get("fused") else " (in-process draw)" if spec.get("served")
+                              else "")
     out = {"name": name, "distribution": scenario.training.compute_distribution}
     before = collections.Counter(inv.EXCUSED)
     try:
@@ -172,7 +206,7 @@ def check_spec(item: tuple[dict, dict[str, float]]) -> dict:
 
 
 def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: bool, jobs: int = 1,
-        fused_share: float = FUSED_SHARE) -> dict:
+        fused_share: float = FUSED_SHARE, served_share: float = SERVED_SHARE) -> dict:
     counts: collections.Counter = collections.Counter()
     by_strategy: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     by_distribution: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -182,7 +216,7 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: boo
     excused: collections.Counter = collections.Counter()
     examples: dict[str, list] = collections.defaultdict(list)
     strategies.REJECTED.clear()
-    items = draws(n, seed, all_knobs, fused_share)
+    items = draws(n, seed, all_knobs, fused_share, served_share)
     drawn = collections.Counter(strategies.REJECTED)  # before checking and shrinking build more
     pool = multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else None
     outcomes = pool.imap(check_spec, items, chunksize=8) if pool else map(check_spec, items)
@@ -220,6 +254,7 @@ def run(n: int, seed: int, all_knobs: bool, progress: bool, shrink_examples: boo
                 if found is not None:
                     e.update(spec=small, detail=found.detail, shrunk=True)
     return {"n": n, "seed": seed, "all_knobs": all_knobs, "jobs": jobs, "fused_share": fused_share,
+            "served_share": served_share,
             "checked": dict(checked),
             "violations": dict(counts),
             "by_strategy": {k: dict(v) for k, v in sorted(by_strategy.items())},
@@ -280,16 +315,19 @@ def main(argv: list[str] | None = None) -> int:
                         "the draws and counts do not depend on it")
     parser.add_argument("--fused-share", type=float, default=FUSED_SHARE,
                         help=f"share of fused, communication-bound draws checked on compute (default {FUSED_SHARE})")
+    parser.add_argument("--served-share", type=float, default=SERVED_SHARE,
+                        help=f"share of in-process parameter servers on shared CPU cores (default {SERVED_SHARE})")
     args = parser.parse_args(argv)
-    if not 0 <= args.fused_share <= 1:
-        parser.error(f"--fused-share={args.fused_share}; allowed: a number from 0 to 1")
+    for flag, share in (("--fused-share", args.fused_share), ("--served-share", args.served_share)):
+        if not 0 <= share <= 1:
+            parser.error(f"{flag}={share}; allowed: a number from 0 to 1")
     if args.n < 1:
         parser.error(f"--n={args.n}; allowed: an integer >= 1")
     if args.jobs < 1:
         parser.error(f"--jobs={args.jobs}; allowed: an integer >= 1")
     start = time.perf_counter()
     out = run(args.n, args.seed, args.all_knobs, not args.no_progress, not args.no_shrink, args.jobs,
-              args.fused_share)
+              args.fused_share, args.served_share)
     out["wall_s"] = round(time.perf_counter() - start, 1)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))

@@ -5,8 +5,9 @@ default (every server inside the coordinator's process) and can run one
 process per task instead (``--cluster processes``). This script trains the
 MNIST MLP with 1, 2 and 3 workers, in rounds, and prints the updates per
 second the PS applied. The simulator's ``strategy.ps_cluster="in_process"``
-model says the in-process cluster handles one transfer at a time, so more
-workers add little; this is the measurement that model rests on.
+model on shared CPU cores serves every worker's compute, transfers and
+applies in turn, so more workers add nothing; ``bench_ps_overlap.py``
+measures how far that holds at each batch size (small updates overlap).
 
 Run from the repository root::
 

@@ -3,7 +3,8 @@
 :func:`sweep` evaluates the closed-form steady-state model of
 :mod:`distsim.engines.steady` (and the PS throughput bound for asynchronous
 training: an upper bound; `predict` also counts how transfers queue at the
-PS) over the cartesian product of the values given, vectorised with
+PS, except on an in-process cluster whose one server serves every stage in
+turn, where the closed form is exact) over the cartesian product of the values given, vectorised with
 NumPy, for speedup/efficiency tables and what-if plots. It uses the mean
 compute time (no straggler draws), and the same epoch length, memory model
 and time as :func:`distsim.predict`: the run's total simulated time

@@ -283,8 +283,10 @@ class Cluster:
             devices share. N logical CPU devices on 2 cores then split 2
             cores' worth of compute (no speedup); one device uses all of
             them. Fractional when worker processes share one host (3
-            localhost workers on 2 cores: 2/3 each). ``None``: every device
-            is its own hardware.
+            localhost workers on 2 cores: 2/3 each). In an ``in_process``
+            parameter-server cluster (``Strategy.ps_cluster``) every task
+            runs in one process: there it is that process's cores, not a
+            share. ``None``: every device is its own hardware.
         host_input_speed: speed of each host's input-pipeline core relative
             to the core the workload's ``input_s_per_sample`` was measured on.
         topology: how a worker's devices are wired (NVLink mesh, NVSwitch,
