@@ -5,8 +5,8 @@
 
 Fits the record's micro-benchmarks on its calibration counts, as ``bench_real.py`` judges it
 (``judge``), and writes the scenario back with the fitted device, both links and the workload's
-input cost in place of its own, each field's source naming the record. Nothing else changes. It runs
-no TensorFlow.
+input cost in place of its own, each field's source and each part's name naming the record. Nothing
+else changes. It runs no TensorFlow.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ def calibrated(scenario: Scenario, record_path: Path) -> dict:
     for part in (data["cluster"]["device"], data["cluster"]["intra_link"], data["cluster"]["inter_link"],
                  data["workload"]):
         part["sources"] = {k: _HOW.sub(where, v) for k, v in part["sources"].items()}
+    for part in (data["cluster"]["device"], data["cluster"]["intra_link"], data["cluster"]["inter_link"]):
+        part["name"] += f" ({record_path.stem})"  # not a user's own calibrate() presets of the same name
     return data
 
 
