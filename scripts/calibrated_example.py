@@ -44,8 +44,8 @@ def calibrated(scenario: Scenario, record_path: Path) -> dict:
     for part in (data["cluster"]["device"], data["cluster"]["intra_link"], data["cluster"]["inter_link"],
                  data["workload"]):
         part["sources"] = {k: _HOW.sub(where, v) for k, v in part["sources"].items()}
-    for part in (data["cluster"]["device"], data["cluster"]["intra_link"], data["cluster"]["inter_link"]):
-        part["name"] += f" ({record_path.stem})"  # not a user's own calibrate() presets of the same name
+        if part is not data["workload"]:  # its name must stay "<workload>@<machine>" for real runs
+            part["name"] += f" ({record_path.stem})"  # not a user's own calibrate() presets of the same name
     return data
 
 
